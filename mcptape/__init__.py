@@ -1,0 +1,3 @@
+"""mcptape: record, replay, edit and check MCP conversations."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,98 @@
+"""Run mitmproxy in-process with the Recorder addon, for `mcptape record`.
+
+mitmproxy's own start-up error handling prints "Errors logged during startup, exiting..." and calls sys.exit;
+we want one line that says what failed and what to do, so this runs a bare Master and watches start-up itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from mitmproxy import exceptions, master, options
+from mitmproxy.addons import default_addons
+
+from .mitm import Recorder
+
+
+class StartupError(Exception):
+    """The proxy could not start; the message is one line for a person."""
+
+
+class _ErrorLog(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+class _Startup:
+    """Addon: once mitmproxy says it is running, check that it really listens and report the address."""
+
+    def __init__(self, errors: _ErrorLog, on_ready: Callable[[list[tuple[str, int]]], None]) -> None:
+        self.errors = errors
+        self.on_ready = on_ready
+        self.failure: str | None = None
+
+    def running(self) -> None:
+        from mitmproxy import ctx
+
+        addrs = ctx.master.addons.get("proxyserver").listen_addrs()
+        if self.errors.messages or not addrs:
+            self.failure = _explain(self.errors.messages)
+            ctx.master.shutdown()
+            return
+        self.on_ready([(a[0], a[1]) for a in addrs])
+
+
+def _explain(messages: list[str]) -> str:
+    text = " ".join(messages) or "the proxy did not start listening"
+    lowered = text.lower()
+    if "address already in use" in lowered or "errno 98" in lowered:
+        return "the listen address is already in use (pick another --listen port, or port 0 for a free one)"
+    if "permission denied" in lowered or "errno 13" in lowered:
+        return "no permission to listen on that port (use a port above 1023)"
+    if "cannot assign requested address" in lowered or "errno 99" in lowered:
+        return "cannot listen on that address (is it an address of this machine?)"
+    return text.splitlines()[0]
+
+
+async def serve(
+    settings: dict[str, Any], recorder: Recorder, on_ready: Callable[[list[tuple[str, int]]], None],
+    verbose: bool = False,
+) -> None:
+    """Run until SIGINT/SIGTERM. Raises StartupError when the proxy cannot start."""
+    errors = _ErrorLog()
+    mitm_logger = logging.getLogger("mitmproxy")
+    mitm_logger.addHandler(errors)
+    mitm_logger.propagate = verbose  # mitmproxy's per-connection chatter only with --verbose
+    startup = _Startup(errors, lambda addrs: (mitm_logger.removeHandler(errors), on_ready(addrs)))
+    opts = options.Options()
+    m = master.Master(opts)
+    m.addons.add(*default_addons())
+    m.addons.add(recorder, startup)
+    try:
+        opts.update(**settings)
+    except exceptions.OptionsError as e:
+        raise StartupError(str(e)) from None
+
+    def stop() -> None:
+        recorder.stopping = True
+        m.shutdown()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+    try:
+        await m.run()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        mitm_logger.removeHandler(errors)
+    if startup.failure:
+        raise StartupError(startup.failure)

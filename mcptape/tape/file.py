@@ -1,0 +1,192 @@
+"""The .mcptape file: a magic string, then framed msgpack records, appended and flushed one at a time.
+
+    file   := MAGIC frame*            MAGIC = b"MCPTAPE" + bytes([FORMAT])
+    frame  := length:u32be  ~length:u32be  crc32(payload):u32be  payload
+    payload:= msgpack map (the first one is the header record)
+
+Why this framing: a recorder can be killed at any byte, so a reader must tell a torn tail (the last frame is
+short: load everything before it, say "truncated") from damage (a length that disagrees with its complement, or a
+payload whose CRC is wrong: stop and name the byte offset) instead of decoding garbage. Each frame goes out in one
+unbuffered write, so the only tear a crash can leave is at the end.
+
+Numbers: msgpack has no integers beyond 64 bits and no exact decimals, JSON has both; they travel as extension
+types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value comes back as it went in.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, BinaryIO
+
+import msgpack
+
+FORMAT = 1
+MAGIC = b"MCPTAPE" + bytes([FORMAT])
+_FRAME = struct.Struct(">III")
+_MAX_RECORD = 1 << 30
+_EXT_BIGINT = 1
+_EXT_NUMBER = 2
+
+Record = dict[str, Any]
+
+
+class TapeError(Exception):
+    """A tape that cannot be read or written; the message is one line meant for a person."""
+
+
+def _default(obj: Any) -> msgpack.ExtType:
+    if isinstance(obj, int):  # msgpack calls us for ints that overflow 64 bits
+        return msgpack.ExtType(_EXT_BIGINT, str(obj).encode())
+    if isinstance(obj, Decimal):
+        return msgpack.ExtType(_EXT_NUMBER, str(obj).encode())
+    raise TypeError(f"cannot store {type(obj).__name__} in a tape")
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _EXT_BIGINT:
+        return int(data)
+    if code == _EXT_NUMBER:
+        return Decimal(data.decode())
+    return msgpack.ExtType(code, data)
+
+
+def encode(record: Record) -> bytes:
+    """One framed record. Raises ValueError/TypeError when the record holds something a tape cannot."""
+    payload = msgpack.packb(record, default=_default, use_bin_type=True)
+    return _FRAME.pack(len(payload), len(payload) ^ 0xFFFFFFFF, zlib.crc32(payload)) + payload
+
+
+def decode_payload(payload: bytes) -> Record:
+    return msgpack.unpackb(payload, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+
+
+@dataclass
+class Tape:
+    path: str
+    header: Record
+    records: list[Record] = field(default_factory=list)
+    truncated: str | None = None  # why the tape ends early, when it does
+    end_offset: int = 0  # byte offset after the last complete record
+
+
+class Reader:
+    """Iterate a tape's records without holding them all; `header`, `truncated` and `end_offset` are set as read."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        try:
+            self._file: BinaryIO = open(self.path, "rb")
+        except OSError as e:
+            raise TapeError(f"cannot open {self.path}: {e.strerror}") from None
+        magic = self._file.read(len(MAGIC))
+        if magic[:7] != MAGIC[:7] or len(magic) < len(MAGIC):
+            self._file.close()
+            if len(magic) < len(MAGIC) and MAGIC.startswith(magic) and magic:
+                raise TapeError(f"{self.path}: tape is truncated inside its first bytes; nothing was recorded")
+            raise TapeError(f"{self.path}: not an mcptape tape (no MCPTAPE signature at byte 0)")
+        if magic[7] != FORMAT:
+            self._file.close()
+            raise TapeError(f"{self.path}: tape format {magic[7]} is not supported (this mcptape reads {FORMAT})")
+        self.truncated: str | None = None
+        self.end_offset = len(MAGIC)
+        self.count = 0
+        first = self._next_frame()
+        if first is None:
+            self._file.close()
+            raise TapeError(f"{self.path}: tape has no header record{' (' + self.truncated + ')' if self.truncated else ''}")
+        self.header: Record = first
+
+    def _next_frame(self) -> Record | None:
+        offset = self.end_offset
+        head = self._file.read(_FRAME.size)
+        if not head:
+            return None
+        if len(head) < _FRAME.size:
+            self.truncated = f"torn frame header at byte {offset}"
+            return None
+        length, check, crc = _FRAME.unpack(head)
+        if length ^ 0xFFFFFFFF != check or length > _MAX_RECORD:
+            raise TapeError(
+                f"{self.path}: corrupt record frame at byte {offset} (length field damaged); "
+                f"{self.count} records before it are intact"
+            )
+        payload = self._file.read(length)
+        if len(payload) < length:
+            self.truncated = f"torn record at byte {offset} ({len(payload)} of {length} bytes)"
+            return None
+        if zlib.crc32(payload) != crc:
+            raise TapeError(
+                f"{self.path}: corrupt record at byte {offset} (checksum mismatch); "
+                f"{self.count} records before it are intact"
+            )
+        try:
+            record = decode_payload(payload)
+        except Exception as e:  # a valid CRC over undecodable bytes: written by something else
+            raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({e})") from None
+        if not isinstance(record, dict):
+            raise TapeError(f"{self.path}: record at byte {offset} is not a map")
+        self.end_offset = offset + _FRAME.size + length
+        return record
+
+    def __iter__(self) -> Iterator[Record]:
+        try:
+            while (record := self._next_frame()) is not None:
+                self.count += 1
+                yield record
+        finally:
+            self._file.close()
+
+
+def read(path: str | os.PathLike[str]) -> Tape:
+    reader = Reader(path)
+    records = list(reader)
+    return Tape(reader.path, reader.header, records, reader.truncated, reader.end_offset)
+
+
+class Writer:
+    """Appends records to a tape, one unbuffered write each, so every record is on disk as soon as it is written.
+
+    mode: "new" refuses an existing file, "force" replaces it, "append" continues it (a torn tail is cut off first).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: Record, mode: str = "new") -> None:
+        self.path = os.fspath(path)
+        self.existing: Tape | None = None
+        self.repaired: str | None = None
+        if mode == "append" and os.path.exists(self.path) and os.path.getsize(self.path) > 0:
+            self.existing = read(self.path)
+            self._file = self._open("r+b")
+            if self.existing.truncated:
+                self.repaired = self.existing.truncated
+                self._file.truncate(self.existing.end_offset)
+            self._file.seek(0, os.SEEK_END)
+            return
+        if mode == "new" and os.path.exists(self.path):
+            raise TapeError(f"{self.path} already exists (use --append to add to it or --force to replace it)")
+        self._file = self._open("wb" if mode == "force" else "xb")
+        self._file.write(MAGIC + encode(header))
+
+    def _open(self, how: str) -> BinaryIO:
+        try:
+            return open(self.path, how, buffering=0)
+        except FileExistsError:
+            raise TapeError(f"{self.path} already exists (use --append to add to it or --force to replace it)") from None
+        except OSError as e:
+            raise TapeError(f"cannot write {self.path}: {e.strerror}") from None
+
+    def write(self, record: Record) -> None:
+        self._file.write(encode(record))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

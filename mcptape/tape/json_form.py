@@ -1,0 +1,102 @@
+"""A tape as JSON, and back: `{"mcptape": FORMAT, "header": {...}, "records": [...]}`, or JSON Lines (header
+first). Raw bytes become base64 under `raw_b64`; every record gains its `seq`. The round trip is lossless.
+
+simplejson writes the JSON because it can emit a Decimal as the exact literal it was read from; the standard
+library can only write floats.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import simplejson
+
+from ..wire import jsonrpc
+from .file import FORMAT, Record
+
+
+def record_to_json(record: Record, seq: int | None) -> Record:
+    out: Record = {} if seq is None else {"seq": seq}
+    for key, value in record.items():
+        if key == "raw":
+            out["raw_b64"] = base64.b64encode(value).decode()
+        else:
+            out[key] = value
+    return out
+
+
+def record_from_json(record: Record) -> Record:
+    out: Record = {}
+    for key, value in record.items():
+        if key == "seq":
+            continue
+        if key == "raw_b64":
+            out["raw"] = base64.b64decode(value, validate=True)
+        else:
+            out[key] = value
+    return out
+
+
+def dumps(value: Any, indent: int | None = None) -> str:
+    return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+def document(header: Record, records: Iterable[Record]) -> Record:
+    return {
+        "mcptape": FORMAT,
+        "header": record_to_json(header, None),
+        "records": [record_to_json(r, seq) for seq, r in enumerate(records)],
+    }
+
+
+def lines(header: Record, records: Iterable[Record]) -> Iterator[str]:
+    yield dumps({"mcptape": FORMAT, "header": record_to_json(header, None)})
+    for seq, record in enumerate(records):
+        yield dumps(record_to_json(record, seq))
+
+
+def parse_document(text: str) -> tuple[Record, list[Record]]:
+    """Read either JSON form back. Raises ValueError with a one-line reason."""
+    stripped = text.lstrip()
+    if not stripped:
+        raise ValueError("the file is empty")
+    try:
+        doc = jsonrpc.loads(stripped)
+        items = None
+    except ValueError:
+        doc, items = None, stripped.splitlines()
+    if doc is not None:
+        if not isinstance(doc, dict) or "header" not in doc or not isinstance(doc.get("records"), list):
+            raise ValueError('expected {"mcptape": …, "header": {…}, "records": […]}')
+        _check_format(doc)
+        return record_from_json(doc["header"]), [_record(r, i) for i, r in enumerate(doc["records"])]
+    assert items is not None
+    first = _line(items[0], 1)
+    if not isinstance(first, dict) or "header" not in first:
+        raise ValueError('line 1: expected {"mcptape": …, "header": {…}}')
+    _check_format(first)
+    records = [_record(_line(line, n), n - 2) for n, line in enumerate(items[1:], start=2) if line.strip()]
+    return record_from_json(first["header"]), records
+
+
+def _check_format(doc: Record) -> None:
+    if doc.get("mcptape") != FORMAT:
+        raise ValueError(f"tape format {doc.get('mcptape')!r} is not supported (this mcptape reads {FORMAT})")
+
+
+def _line(text: str, n: int) -> Any:
+    try:
+        return jsonrpc.loads(text)
+    except ValueError as e:
+        raise ValueError(f"line {n}: {e}") from None
+
+
+def _record(value: Any, index: int) -> Record:
+    if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+        raise ValueError(f"record {index}: expected an object with a kind")
+    try:
+        return record_from_json(value)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"record {index}: raw_b64 is not base64 ({e})") from None

@@ -1,0 +1,121 @@
+"""The records a tape holds. Records are plain maps (what msgpack stores and JSON shows); this module is the one
+place that says which kinds exist and which fields each carries. The README's "Tape format" section mirrors it.
+
+Every record has `kind` and `t` (seconds since the epoch, as the byte passed the recorder). A record's `seq` is its
+position in the tape (0 = first record after the header); it is derived on reading, never stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wire import jsonrpc
+
+Record = dict[str, Any]
+
+HEADER = "header"
+CAPTURE_START = "capture.start"  # a recording run began (a tape appended to has several)
+CAPTURE_STOP = "capture.stop"  # it ended cleanly
+HTTP_REQUEST = "http.request"  # request line, redacted headers, session, body
+HTTP_RESPONSE = "http.response"  # status, redacted headers, session; the body too unless it is an SSE stream
+SSE_EVENT = "sse.event"  # one SSE event of a streamed response, as it passed
+END = "end"  # how an exchange ended
+
+C2S, S2C = "c2s", "s2c"
+
+# How an exchange ended. "complete" is the only clean one; the others say who broke it off.
+COMPLETE = "complete"
+CLIENT_DISCONNECTED = "client-disconnected"
+UPSTREAM_RESET = "upstream-reset"
+UPSTREAM_UNREACHABLE = "upstream-unreachable"
+PROXY_STOPPED = "proxy-stopped"
+PROXY_ERROR = "proxy-error"
+END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHABLE, PROXY_STOPPED, PROXY_ERROR)
+
+
+def header(t: float, tool: str) -> Record:
+    from .file import FORMAT
+
+    return {"kind": HEADER, "format": FORMAT, "t": t, "tool": tool}
+
+
+def body(data: bytes, problem: str | None = None) -> Record:
+    """The fields for a body or SSE data: `msg` when it is JSON (with `problem` when that JSON is not JSON-RPC),
+    `raw` bytes when it is not JSON, nothing when it is empty. `problem` from the caller (say, an undecodable
+    content-encoding) wins and keeps the bytes raw."""
+    if problem:
+        return {"raw": data, "problem": problem}
+    parsed = jsonrpc.parse(data)
+    if parsed.is_json:
+        fields: Record = {"msg": parsed.msg}
+        if parsed.problem:
+            fields["problem"] = parsed.problem
+        return fields
+    if parsed.problem:
+        return {"raw": data, "problem": parsed.problem}
+    return {"raw": data} if data else {}
+
+
+def capture_start(t: float, tool: str, source: Record, redaction: Record) -> Record:
+    return {"kind": CAPTURE_START, "t": t, "tool": tool, "source": source, "redaction": redaction}
+
+
+def capture_stop(t: float, reason: str) -> Record:
+    return {"kind": CAPTURE_STOP, "t": t, "reason": reason}
+
+
+def http_request(
+    t: float, exchange: int, conn: int, method: str, path: str, query: list, headers: list,
+    session: str | None, protocol_version: str | None, mcp: bool, fields: Record,
+) -> Record:
+    return {
+        "kind": HTTP_REQUEST, "t": t, "exchange": exchange, "conn": conn, "dir": C2S, "method": method,
+        "path": path, "query": query, "headers": headers, "session": session,
+        "protocol_version": protocol_version, "mcp": mcp, **fields,
+    }
+
+
+def http_response(
+    t: float, exchange: int, status: int, reason: str, headers: list, session: str | None, fields: Record
+) -> Record:
+    return {
+        "kind": HTTP_RESPONSE, "t": t, "exchange": exchange, "dir": S2C, "status": status, "reason": reason,
+        "headers": headers, "session": session, **fields,
+    }
+
+
+def sse_event(t: float, exchange: int, event: Any) -> Record:
+    """`event` is a wire.sse.Event. Its data goes under `msg` when it is JSON, else stays as `data` text."""
+    record: Record = {"kind": SSE_EVENT, "t": t, "exchange": exchange, "dir": S2C}
+    for name in ("id", "event", "retry"):
+        value = getattr(event, name)
+        if value is not None:
+            record[name] = value
+    if event.comments:
+        record["comments"] = event.comments
+    if event.data is not None:
+        parsed = jsonrpc.parse(event.data)
+        if parsed.is_json:
+            record["msg"] = parsed.msg
+        else:
+            record["data"] = event.data
+        problems = [*event.problems, *([parsed.problem] if parsed.problem else [])]
+    else:
+        problems = list(event.problems)
+    if event.incomplete:
+        problems.append("stream ended before this event's blank line")
+    if problems:
+        record["problem"] = "; ".join(problems)
+    return record
+
+
+def sse_raw(t: float, exchange: int, raw: bytes, problem: str) -> Record:
+    """Stream bytes that could not be read as SSE (say, a broken content-encoding), kept as they passed."""
+    return {"kind": SSE_EVENT, "t": t, "exchange": exchange, "dir": S2C, "raw": raw, "problem": problem}
+
+
+def end(t: float, exchange: int, reason: str, detail: str | None = None) -> Record:
+    record: Record = {"kind": END, "t": t, "exchange": exchange, "reason": reason}
+    if detail:
+        record["detail"] = detail
+    return record

@@ -1,0 +1,62 @@
+"""HTTP facts MCP cares about: its headers, media types, and incremental content decoding for streamed bodies."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+SESSION_ID = "mcp-session-id"
+PROTOCOL_VERSION = "mcp-protocol-version"
+LAST_EVENT_ID = "last-event-id"
+SSE = "text/event-stream"
+JSON = "application/json"
+
+Headers = list[tuple[str, str]]
+
+
+def get(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+    """First value of a header, by case-insensitive name."""
+    name = name.lower()
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+def media_type(content_type: str | None) -> str:
+    """`text/event-stream; charset=utf-8` -> `text/event-stream`."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def accepts(headers: Iterable[tuple[str, str]], wanted: str) -> bool:
+    accept = get(headers, "accept") or ""
+    return any(media_type(part) == wanted for part in accept.split(","))
+
+
+class Decoder:
+    """Undo a Content-Encoding chunk by chunk, for bodies that are streamed rather than buffered."""
+
+    def __init__(self, encoding: str | None) -> None:
+        self.encoding = (encoding or "identity").strip().lower()
+        self._impl = None
+        if self.encoding in ("gzip", "x-gzip"):
+            self._impl = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif self.encoding == "deflate":
+            self._impl = zlib.decompressobj()
+        elif self.encoding == "br":
+            import brotli
+
+            self._impl = brotli.Decompressor()
+        elif self.encoding == "zstd":
+            import zstandard
+
+            self._impl = zstandard.ZstdDecompressor().decompressobj()
+        elif self.encoding != "identity":
+            raise ValueError(f"unsupported content-encoding {self.encoding!r}")
+
+    def decode(self, chunk: bytes) -> bytes:
+        if self._impl is None or not chunk:
+            return chunk
+        if self.encoding == "br":
+            return self._impl.process(chunk)
+        return self._impl.decompress(chunk)

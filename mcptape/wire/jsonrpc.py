@@ -1,0 +1,147 @@
+"""JSON-RPC 2.0 messages as MCP puts them on the wire.
+
+This is the only place that turns JSON text into values. It keeps every JSON number exactly: integers of any
+size stay Python ints, a fraction becomes a float only when the float says the same number, otherwise it stays
+a Decimal (so `1e400` or `0.10000000000000000001` survive a round trip through a tape).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+JSON = Any
+
+
+def _exact_float(literal: str) -> float | Decimal:
+    value = float(literal)
+    if math.isfinite(value) and Decimal(repr(value)) == Decimal(literal):
+        return value
+    return Decimal(literal)
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON does not.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_decoder = json.JSONDecoder(parse_float=_exact_float, parse_constant=_reject_constant)
+
+
+def loads(text: str | bytes) -> JSON:
+    """Parse JSON text exactly; raises ValueError with a readable reason on anything that is not JSON."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return _decoder.decode(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """A body or SSE data field as read: the message(s) when it is JSON, the reason when it is not."""
+
+    msg: JSON | None = None
+    problem: str | None = None
+    is_json: bool = False
+
+
+def parse(data: bytes | str) -> Body:
+    """Read one HTTP body / SSE data / stdio line. Empty input is no message and no problem."""
+    if not data or (isinstance(data, (bytes, str)) and not data.strip()):
+        return Body()
+    try:
+        value = loads(data)
+    except UnicodeDecodeError as e:
+        return Body(problem=f"not UTF-8 (byte {e.start})")
+    except ValueError as e:
+        return Body(problem=f"not JSON: {e}")
+    except RecursionError:
+        return Body(problem="not JSON: nested too deeply")
+    return Body(msg=value, problem=invalid_reason(value), is_json=True)
+
+
+def kind(msg: JSON) -> str:
+    """request | notification | response | error | invalid, by the shape of one message."""
+    if not isinstance(msg, dict):
+        return "invalid"
+    if "method" in msg:
+        return "request" if "id" in msg else "notification"
+    if "result" in msg:
+        return "response"
+    if "error" in msg:
+        return "error"
+    return "invalid"
+
+
+def _message_problem(msg: JSON) -> str | None:
+    if not isinstance(msg, dict):
+        return f"a JSON-RPC message must be an object, not {type_name(msg)}"
+    if msg.get("jsonrpc") != "2.0":
+        return 'missing "jsonrpc": "2.0"'
+    k = kind(msg)
+    if k == "invalid":
+        return "neither a request, a notification nor a response"
+    if "id" in msg and not _valid_id(msg["id"], allow_null=(k == "error")):
+        return f"id must be a string or an integer, not {type_name(msg['id'])}"
+    if k in ("request", "notification") and not isinstance(msg["method"], str):
+        return "method must be a string"
+    if k in ("response", "error") and "result" in msg and "error" in msg:
+        return "a response carries both result and error"
+    if k == "error":
+        err = msg["error"]
+        if not isinstance(err, dict) or not isinstance(err.get("code"), int) or "message" not in err:
+            return "error must be an object with an integer code and a message"
+    return None
+
+
+def invalid_reason(value: JSON) -> str | None:
+    """Why a parsed body is not JSON-RPC (a message or a batch of them), or None when it is."""
+    if isinstance(value, list):
+        if not value:
+            return "an empty batch"
+        for i, item in enumerate(value):
+            problem = _message_problem(item)
+            if problem:
+                return f"batch item {i}: {problem}"
+        return None
+    return _message_problem(value)
+
+
+def is_jsonrpc(value: JSON) -> bool:
+    return invalid_reason(value) is None
+
+
+def messages(value: JSON) -> list[JSON]:
+    """The messages a body carried: a batch's items, or the single message."""
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _valid_id(value: JSON, allow_null: bool) -> bool:
+    if value is None:
+        return allow_null
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def type_name(value: JSON) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def describe(msg: JSON) -> str:
+    """One short human line for a message: `tools/call #3`, `result #3`, `error #3 -32600 Session not found`."""
+    k = kind(msg)
+    if k == "request":
+        return f"{msg['method']} #{msg['id']}"
+    if k == "notification":
+        return str(msg["method"])
+    if k == "response":
+        return f"result #{msg.get('id')}"
+    if k == "error":
+        err = msg.get("error") or {}
+        if isinstance(err, dict):
+            return f"error #{msg.get('id')} {err.get('code')} {err.get('message')}"
+        return f"error #{msg.get('id')}"
+    return "invalid message"
