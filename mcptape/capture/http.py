@@ -51,6 +51,7 @@ class HttpCapture:
         self._exchanges: dict[object, _Exchange] = {}
         self._conns: dict[object, int] = {}
         self._next_exchange = 0
+        self.recorded = 0  # exchanges recorded by this run
 
     def start(self, t: float, tool: str, source: dict, first_exchange: int = 0) -> None:
         self._next_exchange = first_exchange
@@ -71,6 +72,7 @@ class HttpCapture:
             return False
         number = self._next_exchange
         self._next_exchange += 1
+        self.recorded += 1
         self._exchanges[key] = _Exchange(number, mcp)
         conn_number = self._conns.setdefault(conn, len(self._conns))
         redacted = self.redactor.headers(headers)

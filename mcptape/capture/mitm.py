@@ -82,6 +82,7 @@ class Recorder:
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.stopping = False
+        self.exchanges = 0  # recorded by the last capture, for the closing summary
 
     def load(self, loader) -> None:
         loader.add_option("mcptape_tape", Optional[str], None, "Record MCP traffic into this tape (.mcptape).")
@@ -176,6 +177,7 @@ class Recorder:
     def _close(self, reason: str) -> None:
         if self.capture is not None:
             try:
+                self.exchanges = self.capture.recorded
                 self.capture.stop(time.time(), reason)
             except Exception as e:
                 logger.error(f"mcptape: closing the tape failed: {e}")

@@ -1,0 +1,274 @@
+"""The `mcptape` command. Each command parses its options, calls one layer below, and prints.
+
+Exit codes: 0 clean, 1 findings or differences, 2 bad usage or unreadable input. Errors are one line; `--debug`
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from importlib import resources
+from urllib.parse import urlsplit
+
+import click
+
+from . import __version__
+
+
+class Failure(click.ClickException):
+    """Bad usage or unreadable input: one line on stderr, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"mcptape: {self.message}", err=True)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except BrokenPipeError:
+            sys.stderr.close()  # `mcptape show tape | head`: the reader left, nothing more to say
+            raise SystemExit(0)
+        except Exception as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            from .tape.file import TapeError
+
+            if isinstance(e, TapeError):
+                raise Failure(str(e)) from None
+            raise Failure(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)") from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcptape")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """Record, replay, edit and check MCP (Model Context Protocol) conversations.
+
+    \b
+    Example:
+      mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape
+      mcptape show run.mcptape
+    """
+    ctx.ensure_object(dict)["debug"] = debug
+
+
+# -- record -------------------------------------------------------------------------------------------------------
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise Failure(f"--listen {value!r}: expected HOST:PORT, e.g. 127.0.0.1:8765 (port 0 picks a free one)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _parse_upstream(url: str):
+    split = urlsplit(url)
+    if split.scheme not in ("http", "https") or not split.hostname:
+        raise Failure(f"--upstream {url!r}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/mcp")
+    try:
+        port = split.port or (443 if split.scheme == "https" else 80)
+    except ValueError:
+        raise Failure(f"--upstream {url!r}: the port is not a number from 0 to 65535") from None
+    return split, port
+
+
+def _check_reachable(host: str, port: int, url: str) -> None:
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise Failure(f"cannot reach upstream {url}: {reason.lower()} (is the server running?)") from None
+
+
+def _check_free(host: str, port: int) -> None:
+    """Fail early and plainly on a busy port, before a tape is created (mitmproxy re-checks for real)."""
+    if port == 0:
+        return
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as e:
+        if e.errno == 98:
+            raise Failure(f"{host}:{port} is already in use (pick another --listen port, or port 0 for a free one)")
+        raise Failure(f"cannot listen on {host}:{port}: {e.strerror}") from None
+
+
+def _host_for_url(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+@main.command()
+@click.option("--upstream", metavar="URL", help="The real MCP server's URL (reverse proxy mode).")
+@click.option("--listen", default="127.0.0.1:8765", show_default=True, metavar="HOST:PORT",
+              help="Where clients connect; port 0 picks a free port.")
+@click.option("-o", "--output", required=True, metavar="FILE", help="The tape to write (.mcptape).")
+@click.option("--append", is_flag=True, help="Add to FILE if it exists.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--mode", type=click.Choice(["reverse", "regular"]),
+              help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
+                   "for clients that can only be pointed at a proxy.")
+@click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
+@click.option("--redact-header", multiple=True, metavar="NAME", help="Also redact this header (repeatable).")
+@click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
+@click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
+@click.option("--verbose", is_flag=True, help="Show mitmproxy's own log.")
+def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose):
+    """Record MCP traffic between a client and a server into a tape.
+
+    \b
+    Reverse proxy (point the client at the printed URL):
+      mcptape record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:8765 -o run.mcptape
+    Explicit proxy (set HTTP_PROXY/HTTPS_PROXY as printed):
+      mcptape record --mode regular -o run.mcptape
+
+    Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped".
+    """
+    if append and force:
+        raise Failure("--append and --force contradict each other; give one")
+    mode = mode or ("reverse" if upstream else None)
+    if mode is None:
+        raise Failure("give --upstream URL (reverse proxy in front of a server) or --mode regular (HTTP proxy)")
+    if mode == "reverse" and not upstream:
+        raise Failure("--mode reverse needs --upstream URL")
+    if mode == "regular" and upstream:
+        raise Failure("--mode regular takes no --upstream: the client says where it goes")
+    host, port = _parse_listen(listen)
+    if os.path.exists(output) and not (append or force):
+        raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
+    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise Failure(f"-o {output}: not a file in an existing directory")
+    settings: dict = {
+        "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": append,
+        "mcptape_force": force, "mcptape_redact_header": list(redact_header), "mcptape_no_redact": no_redact,
+        "mcptape_record_all": record_all, "ssl_insecure": insecure,
+    }
+    path = ""
+    if mode == "reverse":
+        split, up_port = _parse_upstream(upstream)
+        _check_reachable(split.hostname, up_port, upstream)
+        settings["mode"] = [f"reverse:{split.scheme}://{_host_for_url(split.hostname)}:{up_port}"]
+        path = split.path + (f"?{split.query}" if split.query else "")
+        if split.path not in ("", "/"):
+            settings["mcptape_endpoint"] = [split.path]
+    else:
+        settings["mode"] = ["regular"]
+    _check_free(host, port)
+    if no_redact:
+        click.echo("mcptape: warning: --no-redact: credentials will be written into the tape as they are", err=True)
+
+    import asyncio
+
+    from .capture import proxy
+    from .capture.mitm import Recorder
+
+    existed = os.path.exists(output)
+    recorder = Recorder()
+
+    def ready(addrs: list[tuple[str, int]]) -> None:
+        bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
+        if mode == "reverse":
+            click.echo(f"mcptape: recording {upstream} into {output}")
+            click.echo(f"mcptape: point your MCP client at {bound}{path or '/'}")
+        else:
+            ca = os.path.join(os.path.expanduser("~/.mitmproxy"), "mitmproxy-ca-cert.pem")
+            click.echo(f"mcptape: recording MCP traffic through the HTTP proxy {bound} into {output}")
+            click.echo(f"mcptape: set HTTP_PROXY={bound} HTTPS_PROXY={bound} (and NO_PROXY= so loopback is proxied)")
+            click.echo(f"mcptape: for https, trust {ca} (SSL_CERT_FILE, REQUESTS_CA_BUNDLE or NODE_EXTRA_CA_CERTS)")
+        click.echo("mcptape: Ctrl-C stops", err=True)
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(proxy.serve(settings, recorder, ready, verbose=verbose))
+    except proxy.StartupError as e:
+        if not existed and os.path.exists(output) and not recorder.exchanges:
+            os.remove(output)
+        raise Failure(str(e)) from None
+    click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
+
+
+# -- show / import / addons ---------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text", show_default=True)
+def show(tape, fmt):
+    """Print a tape: a timeline, or every record as JSON.
+
+    \b
+    Examples:
+      mcptape show run.mcptape
+      mcptape show run.mcptape --format json > run.json
+      mcptape show big.mcptape --format jsonl | grep tools/call
+    """
+    from .show import timeline
+    from .tape import json_form
+    from .tape.file import Reader
+
+    reader = Reader(tape)
+    if fmt == "json":
+        click.echo(json_form.dumps(json_form.document(reader.header, reader), indent=1))
+    else:
+        lines = json_form.lines(reader.header, reader) if fmt == "jsonl" else timeline(reader.header, reader)
+        for line in lines:
+            click.echo(line)
+    if reader.truncated:
+        click.echo(f"mcptape: {tape}: tape is truncated ({reader.truncated}); showed the "
+                   f"{reader.count} complete records before it", err=True)
+
+
+@main.command(name="import")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The tape to write.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def import_(source, output, force):
+    """Turn `mcptape show --format json|jsonl` output back into a tape, losslessly.
+
+    \b
+    Example:
+      mcptape import run.json -o run.mcptape
+    """
+    from .tape import json_form
+    from .tape.file import Writer
+
+    try:
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise Failure(f"cannot read {source}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        header, items = json_form.parse_document(text)
+    except ValueError as e:
+        raise Failure(f"{source}: {e}") from None
+    with Writer(output, header, "force" if force else "new") as writer:
+        for item in items:
+            writer.write(item)
+    click.echo(f"mcptape: wrote {len(items)} records to {output}", err=True)
+
+
+@main.command()
+@click.argument("name", required=False)
+def addons(name):
+    """Print the paths of the mitmproxy addon scripts, for mitmdump -s.
+
+    \b
+    Example:
+      mitmdump --mode reverse:http://127.0.0.1:8000 -s "$(mcptape addons record)" --set mcptape_tape=run.mcptape
+    """
+    folder = resources.files("mcptape") / "addons"
+    scripts = sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".py") and p.name != "__init__.py")
+    if name is not None and name not in scripts:
+        raise Failure(f"no addon named {name!r} (there are: {', '.join(scripts)})")
+    for script in [name] if name else scripts:
+        click.echo(str(folder / f"{script}.py"))

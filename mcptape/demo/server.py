@@ -1,0 +1,84 @@
+"""Demo MCP server (official SDK): tools with progress and logging, a resource, optional resumable SSE.
+
+    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+
+server = MCPServer("mcptape-demo")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+async def countdown(steps: int, ctx: Context, delay: float = 0.05) -> str:
+    """Count down, reporting progress and a log message at every step."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1} of {steps}")
+        await ctx.info(f"counted {steps - i}")
+        await anyio.sleep(delay)
+    return f"counted down from {steps}"
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleep, then answer (for cancellation and timeouts)."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}s"
+
+
+@server.resource("demo://hello")
+def hello() -> str:
+    return "hello from a resource"
+
+
+class MemoryEventStore(EventStore):
+    """Keeps every event so a client can resume with Last-Event-ID; ids are one counter across streams."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._events: list[tuple[str, str, object]] = []
+
+    async def store_event(self, stream_id, message):
+        event_id = str(next(self._ids))
+        self._events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback: EventCallback):
+        stream = next((s for e, s, _ in self._events if e == last_event_id), None)
+        if stream is None:
+            return None
+        after = False
+        for event_id, stream_id, message in self._events:
+            if after and stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+            after = after or event_id == last_event_id
+        return stream
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--event-store", action="store_true", help="attach SSE event ids (resumable streams)")
+    p.add_argument("--json", action="store_true", help="answer application/json instead of SSE")
+    p.add_argument("--stateless", action="store_true")
+    a = p.parse_args()
+    server.run(
+        "streamable-http", host="127.0.0.1", port=a.port, json_response=a.json, stateless_http=a.stateless,
+        event_store=MemoryEventStore() if a.event_store else None,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""`mcptape show`: a tape as a timeline, one line per message (time, direction, session, exchange, what)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .tape import records
+from .tape.file import Record
+from .wire import http, jsonrpc
+
+ARROW = {records.C2S: "→", records.S2C: "←"}
+
+
+def timeline(header: Record, items: Iterable[Record]) -> Iterator[str]:
+    start: float | None = None
+    sessions: dict[int, str] = {}  # exchange -> session id, so every line of an exchange shows it
+    yield f"{'time':>9}  {'':1}  {'session':<8}  {'ex':>4}  what"
+    for record in items:
+        t = record.get("t")
+        if start is None and isinstance(t, (int, float)):
+            start = t
+        exchange = record.get("exchange")
+        if record.get("session"):
+            sessions[exchange] = record["session"]
+        for what in _describe(record):
+            yield _line(t, start, record, sessions.get(exchange, ""), exchange, what)
+
+
+def _line(t: object, start: float | None, record: Record, session: str, exchange: object, what: str) -> str:
+    clock = f"{t - start:9.3f}" if isinstance(t, (int, float)) and start is not None else " " * 9
+    arrow = ARROW.get(record.get("dir"), " ")
+    ex = "" if exchange is None else str(exchange)
+    return f"{clock}  {arrow}  {session[:8]:<8}  {ex:>4}  {what}"
+
+
+def _describe(record: Record) -> list[str]:
+    kind = record.get("kind")
+    problem = f"  ! {record['problem']}" if record.get("problem") else ""
+    if kind == records.HTTP_REQUEST:
+        head = f"{record.get('method')} {record.get('path')}"
+        if record.get("protocol_version"):
+            head += f" [{record['protocol_version']}]"
+        if last := http.get(record.get("headers") or [], http.LAST_EVENT_ID):
+            head += f" Last-Event-ID: {last}"
+        return _with_messages(head, record, problem)
+    if kind == records.HTTP_RESPONSE:
+        content_type = http.media_type(http.get(record.get("headers") or [], "content-type"))
+        if content_type != http.SSE and "msg" not in record and "raw" not in record:
+            content_type = "(no body)"
+        return _with_messages(f"{record.get('status')} {content_type}", record, problem)
+    if kind == records.SSE_EVENT:
+        parts = ["sse"]
+        if "id" in record:
+            parts.append(f"id={record['id']}")
+        if record.get("event") not in (None, "message"):
+            parts.append(f"event={record['event']}")
+        if "retry" in record:
+            parts.append(f"retry={record['retry']}")
+        if "msg" not in record:
+            if record.get("data") == "":
+                parts.append("(priming)")
+            elif "data" in record:
+                parts.append(f"data={_short(record['data'])}")
+            elif "raw" in record:
+                parts.append(f"{len(record['raw'])} raw bytes")
+            for comment in record.get("comments", []):
+                parts.append(f": {_short(comment)}")
+        return _with_messages(" ".join(parts), record, problem)
+    if kind == records.END:
+        detail = f" ({record['detail']})" if record.get("detail") else ""
+        return [f"end {record.get('reason')}{detail}"]
+    if kind == records.CAPTURE_START:
+        source = record.get("source") or {}
+        return [f"-- recording started ({', '.join(source.get('modes', [])) or source.get('proxy', '')})"]
+    if kind == records.CAPTURE_STOP:
+        return [f"-- recording stopped ({record.get('reason')})"]
+    return [f"{kind}{problem}"]
+
+
+def _with_messages(head: str, record: Record, problem: str) -> list[str]:
+    if "msg" in record:
+        msgs = jsonrpc.messages(record["msg"])
+        lines = [f"{head}  {jsonrpc.describe(msgs[0])}"] + [f"{' ' * len(head)}  {jsonrpc.describe(m)}" for m in msgs[1:]]
+    elif "raw" in record and not head.startswith("sse"):
+        lines = [f"{head}  {len(record['raw'])} bytes"]
+    else:
+        lines = [head]
+    lines[-1] += problem
+    return lines
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 1] + "…"
