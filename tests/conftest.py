@@ -1,0 +1,120 @@
+"""Real peers for the tests: the official SDK demo server as a subprocess, `mcptape record` as a subprocess,
+free loopback ports. Nothing here is a mock."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+MCPTAPE = str(BIN / "mcptape")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+@pytest.fixture
+def demo_server() -> Iterator:
+    """Start the demo SDK server: `url = demo_server("--event-store")`."""
+    procs: list[subprocess.Popen] = []
+
+    def start(*flags: str) -> str:
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcptape.demo.server", "--port", str(port), *flags],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        procs.append(proc)
+        wait_for_port(port, proc)
+        return f"http://127.0.0.1:{port}/mcp"
+
+    yield start
+    for proc in procs:
+        stop(proc)
+
+
+@dataclass
+class Recording:
+    proc: subprocess.Popen
+    url: str  # where clients connect
+    tape: Path
+
+    def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
+        code = stop(self.proc, sig)
+        out, err = self.proc.communicate()
+        return code, out, err
+
+
+@pytest.fixture
+def record(tmp_path: Path) -> Iterator:
+    """Start `mcptape record` in front of an upstream: `rec = record(upstream_url, "--record-all")`."""
+    recordings: list[Recording] = []
+
+    def start(upstream: str | None, *args: str, tape: Path | None = None) -> Recording:
+        tape = tape or tmp_path / f"run{len(recordings)}.mcptape"
+        cmd = [MCPTAPE, "record", "--listen", "127.0.0.1:0", "-o", str(tape), *args]
+        if upstream:
+            cmd[2:2] = ["--upstream", upstream]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"mcptape record exited early: {proc.communicate()[1]}")
+            found = re.search(r"(http://127\.0\.0\.1:\d+\S*)\s*$", line)
+            if found and ("point your MCP client" in line or "HTTP proxy" in line):
+                url = found.group(1)
+        assert url, "mcptape record never printed its URL"
+        recording = Recording(proc, url, tape)
+        recordings.append(recording)
+        return recording
+
+    yield start
+    for recording in recordings:
+        stop(recording.proc, signal.SIGKILL)
+
+
+def run_mcptape(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([MCPTAPE, *args], capture_output=True, text=True, timeout=60, **kwargs)
+
+
+def env_without_proxies() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}

@@ -1,0 +1,141 @@
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from mcptape.tape import json_form, records
+from mcptape.tape.file import MAGIC, TapeError, Writer, read
+from mcptape.wire import jsonrpc
+
+from .conftest import run_mcptape
+
+EXOTIC = jsonrpc.loads(
+    '{"jsonrpc":"2.0","id":18446744073709551616999,"result":{"neg":-98765432109876543210,"f":0.5,'
+    '"tiny":5e-324,"huge":1e400,"precise":3.14159265358979323846264338327950288,"u":"\\u00e9\\ud83d\\ude00",'
+    '"nested":[[],{},null,true,false,""],"max":18446744073709551615,"min":-9223372036854775808}}'
+)
+
+
+def sample(path: Path, n: int = 5) -> list[dict]:
+    items = [records.http_request(1.0 + i, i, 0, "POST", "/mcp", [["a", "b"]], [["Host", "x"]], "sid", None, True,
+                                  {"msg": EXOTIC}) for i in range(n)]
+    items.append({"kind": "http.response", "t": 9.0, "exchange": 0, "raw": b"\x00\xff binary", "problem": "x"})
+    with Writer(path, records.header(0.0, "test")) as w:
+        for item in items:
+            w.write(item)
+    return items
+
+
+def test_every_json_value_round_trips_exactly(tmp_path):
+    items = sample(tmp_path / "a.mcptape")
+    tape = read(tmp_path / "a.mcptape")
+    assert tape.records == items and tape.truncated is None
+    result = tape.records[0]["msg"]["result"]
+    assert tape.records[0]["msg"]["id"] == 18446744073709551616999
+    assert result["huge"] == Decimal("1e400") and result["precise"] == Decimal("3.14159265358979323846264338327950288")
+    # and through the JSON form, twice
+    text = json_form.dumps(json_form.document(tape.header, tape.records))
+    header, back = json_form.parse_document(text)
+    assert back == items and header == tape.header
+    assert json_form.dumps(json_form.document(header, back)) == text
+
+
+def test_a_tape_torn_at_any_byte_loads_what_came_before(tmp_path):
+    path = tmp_path / "a.mcptape"
+    items = sample(path, 3)
+    data = path.read_bytes()
+    header_end = len(MAGIC) + 12 + int.from_bytes(data[len(MAGIC):len(MAGIC) + 4], "big")
+    torn = tmp_path / "torn.mcptape"
+    complete_at = []
+    for cut in range(header_end, len(data)):
+        torn.write_bytes(data[:cut])
+        tape = read(torn)
+        assert tape.records == items[:len(tape.records)]
+        if tape.truncated is None:
+            complete_at.append(cut)
+        else:
+            assert "torn" in tape.truncated
+    assert len(complete_at) == len(items)  # exactly at each record boundary the tape is whole
+
+
+def test_a_flipped_byte_is_reported_with_its_offset(tmp_path):
+    path = tmp_path / "a.mcptape"
+    sample(path, 3)
+    data = bytearray(path.read_bytes())
+    for position in range(len(MAGIC), len(data), 7):
+        broken = data.copy()
+        broken[position] ^= 0x10
+        path.write_bytes(bytes(broken))
+        with pytest.raises(TapeError, match=r"corrupt record.* at byte \d+"):
+            read(path)
+
+
+def test_files_that_are_not_tapes_get_one_clear_line(tmp_path):
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(TapeError, match="not an mcptape tape"):
+        read(tmp_path / "x.json")
+    with pytest.raises(TapeError, match="cannot open"):
+        read(tmp_path / "missing.mcptape")
+    (tmp_path / "empty.mcptape").write_bytes(MAGIC)
+    with pytest.raises(TapeError, match="no header"):
+        read(tmp_path / "empty.mcptape")
+
+
+def test_append_cuts_a_torn_tail_and_new_refuses_an_existing_file(tmp_path):
+    path = tmp_path / "a.mcptape"
+    items = sample(path, 2)
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(TapeError, match="already exists"):
+        Writer(path, records.header(0, "t"))
+    with Writer(path, records.header(0, "t"), "append") as w:
+        assert w.repaired and "torn" in w.repaired
+        w.write({"kind": "end", "t": 1, "exchange": 0, "reason": "complete"})
+    tape = read(path)
+    assert tape.truncated is None
+    assert tape.records == items[:-1] + [{"kind": "end", "t": 1, "exchange": 0, "reason": "complete"}]
+
+
+def test_show_json_and_import_round_trip_on_the_command_line(tmp_path):
+    path = tmp_path / "a.mcptape"
+    sample(path)
+    shown = run_mcptape("show", str(path), "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert doc["mcptape"] == 1 and [r["seq"] for r in doc["records"]] == list(range(6))
+    assert doc["records"][0]["msg"]["id"] == 18446744073709551616999 and doc["records"][5]["raw_b64"]
+    assert "1E+400" in shown.stdout  # the exact literal, not a float
+    (tmp_path / "a.json").write_text(shown.stdout)
+    assert run_mcptape("import", str(tmp_path / "a.json"), "-o", str(tmp_path / "b.mcptape")).returncode == 0
+    assert read(tmp_path / "b.mcptape").records == read(path).records
+    lines = run_mcptape("show", str(path), "--format", "jsonl").stdout
+    (tmp_path / "a.jsonl").write_text(lines)
+    assert run_mcptape("import", str(tmp_path / "a.jsonl"), "-o", str(tmp_path / "c.mcptape")).returncode == 0
+    assert read(tmp_path / "c.mcptape").records == read(path).records
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "empty"), ("{\"mcptape\": 9, \"header\": {}, \"records\": []}", "format 9"),
+    ("[1, 2]", "expected"), ('{"mcptape": 1, "header": {}, "records": [{"kind": "x", "raw_b64": "!!"}]}', "base64"),
+])
+def test_import_rejects_bad_input_with_one_line(tmp_path, content, message):
+    (tmp_path / "bad.json").write_text(content)
+    result = run_mcptape("import", str(tmp_path / "bad.json"), "-o", str(tmp_path / "out.mcptape"))
+    assert result.returncode == 2 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "out.mcptape").exists()
+
+
+def test_show_on_a_damaged_tape(tmp_path):
+    path = tmp_path / "a.mcptape"
+    sample(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-5])
+    result = run_mcptape("show", str(path))
+    assert result.returncode == 0 and "truncated" in result.stderr
+    broken = bytearray(data)
+    broken[len(data) // 2] ^= 1
+    path.write_bytes(bytes(broken))
+    result = run_mcptape("show", str(path))
+    assert result.returncode == 2 and "corrupt record at byte" in result.stderr
+    assert "Traceback" not in result.stderr
