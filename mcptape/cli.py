@@ -127,6 +127,7 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     """Record MCP traffic between a client and a server into a tape.
 
     \b
+    Examples:
     Reverse proxy (point the client at the printed URL):
       mcptape record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:8765 -o run.mcptape
     Explicit proxy (set HTTP_PROXY/HTTPS_PROXY as printed):
@@ -182,7 +183,7 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
             click.echo(f"mcptape: point your MCP client at {bound}{path or '/'}")
         else:
             ca = os.path.join(os.path.expanduser("~/.mitmproxy"), "mitmproxy-ca-cert.pem")
-            click.echo(f"mcptape: recording MCP traffic through the HTTP proxy {bound} into {output}")
+            click.echo(f"mcptape: recording MCP traffic into {output} through the HTTP proxy at {bound}")
             click.echo(f"mcptape: set HTTP_PROXY={bound} HTTPS_PROXY={bound} (and NO_PROXY= so loopback is proxied)")
             click.echo(f"mcptape: for https, trust {ca} (SSL_CERT_FILE, REQUESTS_CA_BUNDLE or NODE_EXTRA_CA_CERTS)")
         click.echo("mcptape: Ctrl-C stops", err=True)
