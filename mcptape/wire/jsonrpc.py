@@ -130,13 +130,29 @@ def type_name(value: JSON) -> str:
     )
 
 
+def _detail(msg: dict) -> str:
+    """The one parameter that says most about a request or notification."""
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return ""
+    for key in ("name", "uri", "requestId"):
+        if isinstance(params.get(key), (str, int)):
+            return f" {params[key]}"
+    if "progress" in params:
+        total = f"/{params['total']}" if params.get("total") is not None else ""
+        return f" {params['progress']}{total}"
+    if "level" in params:
+        return f" {params['level']}"
+    return ""
+
+
 def describe(msg: JSON) -> str:
-    """One short human line for a message: `tools/call #3`, `result #3`, `error #3 -32600 Session not found`."""
+    """One short human line for a message: `tools/call #3 add`, `result #3`, `error #3 -32600 Session not found`."""
     k = kind(msg)
     if k == "request":
-        return f"{msg['method']} #{msg['id']}"
+        return f"{msg['method']} #{msg['id']}{_detail(msg)}"
     if k == "notification":
-        return str(msg["method"])
+        return f"{msg['method']}{_detail(msg)}"
     if k == "response":
         return f"result #{msg.get('id')}"
     if k == "error":

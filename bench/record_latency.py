@@ -1,0 +1,113 @@
+"""Added latency of `mcptape record` per MCP request, against bare mitmdump in reverse mode and a direct connection.
+
+    .venv/bin/python bench/record_latency.py [--rounds 15] [--calls 40]
+
+One demo SDK server (stateless, SSE responses: every call goes through the SSE stream tap). Three paths to it:
+direct, bare `mitmdump --mode reverse:…`, and `mcptape record`. Rounds are interleaved in a shuffled order so
+drift on the machine hits all three alike. Reported: median latency per path, the latency each proxy adds over
+direct, and the ratio mcptape/mitmdump (goal: <= 1.10). Never run in CI; never a pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mcptape.tape.file import Reader
+
+BIN = Path(sys.executable).parent
+CALL = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}})
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-11-25"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int) -> None:
+    for _ in range(400):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def timed_calls(port: int, calls: int) -> list[float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    out = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        conn.request("POST", "/mcp", body=CALL, headers=HEADERS)
+        response = conn.getresponse()
+        body = response.read()
+        out.append(time.perf_counter() - start)
+        assert response.status == 200 and b'"result"' in body, (response.status, body[:200])
+    conn.close()
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--calls", type=int, default=40)
+    a = p.parse_args()
+    procs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            up = free_port()
+            procs.append(subprocess.Popen([sys.executable, "-m", "mcptape.demo.server", "--port", str(up), "--stateless"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_for(up)
+            dump = free_port()
+            procs.append(subprocess.Popen(
+                [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(dump),
+                 "--mode", f"reverse:http://127.0.0.1:{up}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            tape = free_port()
+            procs.append(subprocess.Popen(
+                [str(BIN / "mcptape"), "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
+                 f"127.0.0.1:{tape}", "-o", str(Path(tmp) / "bench.mcptape")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_for(dump)
+            wait_for(tape)
+            paths = {"direct": up, "mitmdump": dump, "mcptape": tape}
+            for port in paths.values():
+                timed_calls(port, 10)  # warm up connections and code paths
+            samples: dict[str, list[float]] = {name: [] for name in paths}
+            for _ in range(a.rounds):
+                order = list(paths)
+                random.shuffle(order)
+                for name in order:
+                    samples[name] += timed_calls(paths[name], a.calls)
+        finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)
+            for proc in procs:
+                proc.wait(10)
+        records = sum(1 for _ in Reader(Path(tmp) / "bench.mcptape"))
+    median = {name: statistics.median(values) * 1000 for name, values in samples.items()}
+    added = {name: median[name] - median["direct"] for name in ("mitmdump", "mcptape")}
+    print(f"{a.rounds} interleaved rounds x {a.calls} calls per path; tools/call over SSE, median latency")
+    for name in paths:
+        extra = f"  (+{added[name]:.3f} ms over direct)" if name in added else ""
+        print(f"  {name:9} {median[name]:7.3f} ms{extra}")
+    print(f"  ratio mcptape/mitmdump added latency: {added['mcptape'] / added['mitmdump']:.2f}  (goal <= 1.10)")
+    print(f"  tape: {records} records")
+
+
+if __name__ == "__main__":
+    main()
