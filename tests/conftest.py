@@ -52,7 +52,7 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15)
 
 @pytest.fixture
 def demo_server() -> Iterator:
-    """Start the demo SDK server: `url = demo_server("--event-store")`."""
+    """Start the demo SDK server: `url = demo_server("--event-store")`; `--sse` serves /sse, `--tls` https."""
     procs: list[subprocess.Popen] = []
 
     def start(*flags: str) -> str:
@@ -63,7 +63,7 @@ def demo_server() -> Iterator:
         )
         procs.append(proc)
         wait_for_port(port, proc)
-        return f"http://127.0.0.1:{port}/mcp"
+        return f"{'https' if '--tls' in flags else 'http'}://127.0.0.1:{port}{'/sse' if '--sse' in flags else '/mcp'}"
 
     yield start
     for proc in procs:

@@ -165,8 +165,9 @@ class Recorder:
             return records.PROXY_STOPPED
         if "client disconnected" in message:
             return records.CLIENT_DISCONNECTED
-        if flow.server_conn.timestamp_tcp_setup is None:
-            return records.UPSTREAM_UNREACHABLE
+        upstream = flow.server_conn
+        if upstream.timestamp_tcp_setup is None or (upstream.tls and upstream.timestamp_tls_setup is None):
+            return records.UPSTREAM_UNREACHABLE  # never connected, or the TLS handshake failed
         if flow.server_conn.timestamp_end is not None or "server" in message or "peer" in message:
             return records.UPSTREAM_RESET
         return records.PROXY_ERROR

@@ -1,6 +1,6 @@
 """Demo MCP server (official SDK): tools with progress and logging, a resource, optional resumable SSE.
 
-    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless]
+    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless] [--sse] [--tls CERT KEY]
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import argparse
 import itertools
 
 import anyio
+import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 
@@ -73,11 +74,18 @@ def main() -> None:
     p.add_argument("--event-store", action="store_true", help="attach SSE event ids (resumable streams)")
     p.add_argument("--json", action="store_true", help="answer application/json instead of SSE")
     p.add_argument("--stateless", action="store_true")
+    p.add_argument("--sse", action="store_true", help="the legacy 2024-11-05 HTTP+SSE transport (GET /sse)")
+    p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https with this certificate")
     a = p.parse_args()
-    server.run(
-        "streamable-http", host="127.0.0.1", port=a.port, json_response=a.json, stateless_http=a.stateless,
-        event_store=MemoryEventStore() if a.event_store else None,
-    )
+    if a.sse:
+        app = server.sse_app(host="127.0.0.1")
+    else:
+        app = server.streamable_http_app(
+            json_response=a.json, stateless_http=a.stateless, host="127.0.0.1",
+            event_store=MemoryEventStore() if a.event_store else None,
+        )
+    tls = {"ssl_certfile": a.tls[0], "ssl_keyfile": a.tls[1]} if a.tls else {}
+    uvicorn.run(app, host="127.0.0.1", port=a.port, log_level="warning", **tls)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""Recording an https upstream and a legacy (2024-11-05) HTTP+SSE server through `mcptape record`."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+
+import anyio
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from mcp import ClientSession
+from mcp.client.sse import sse_client
+
+from mcptape.demo.client import script
+from mcptape.tape.file import read
+
+
+def self_signed(tmp_path) -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def test_https_upstream(demo_server, record, tmp_path):
+    upstream = demo_server("--tls", *self_signed(tmp_path))
+    assert upstream.startswith("https://")
+    rec = record(upstream, "--insecure")
+    lines = anyio.run(script, rec.url, "legacy")
+    assert lines[0] == "protocol 2025-11-25" and "resource hello from a resource" in lines
+    assert rec.stop()[0] == 0
+    methods = [r["msg"]["method"] for r in read(rec.tape).records
+               if r["kind"] == "http.request" and isinstance(r.get("msg"), dict) and "method" in r["msg"]]
+    assert methods[:2] == ["initialize", "notifications/initialized"]
+
+
+def test_https_upstream_with_an_untrusted_certificate_is_recorded_as_unreachable(demo_server, record, tmp_path):
+    import urllib.error
+    import urllib.request
+
+    rec = record(demo_server("--tls", *self_signed(tmp_path)))
+    request = urllib.request.Request(rec.url, data=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+                                     headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request)
+        status = 200
+    except urllib.error.HTTPError as e:
+        status = e.code
+    assert status == 502
+    rec.stop()
+    end = next(r for r in read(rec.tape).records if r["kind"] == "end")
+    assert end["reason"] == "upstream-unreachable" and "certificate" in end["detail"].lower()
+
+
+def test_legacy_http_sse_server_message_endpoint_is_recorded(demo_server, record):
+    upstream = demo_server("--sse")
+    rec = record(upstream)
+
+    async def legacy_client() -> list[str]:
+        async with sse_client(rec.url) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                result = await session.call_tool("add", {"a": 4, "b": 5})
+                return [t.name for t in tools.tools] + [str(result.structured_content)]
+
+    out = anyio.run(legacy_client)
+    assert "add" in out and "{'result': 9}" in out
+    rec.stop()
+    records = read(rec.tape).records
+    get = next(r for r in records if r["kind"] == "http.request" and r["method"] == "GET")
+    assert get["path"] == "/sse"
+    endpoint = next(r for r in records if r["kind"] == "sse.event" and r.get("event") == "endpoint")
+    assert endpoint["data"].startswith("/messages/?session_id=")
+    posts = [r for r in records if r["kind"] == "http.request" and r["method"] == "POST"]
+    assert posts and all(r["path"] == "/messages/" and r["mcp"] and "msg" in r for r in posts)
+    assert [p["msg"].get("method") for p in posts][:2] == ["initialize", "notifications/initialized"]
+    # the answers ride on the GET stream
+    answers = [r["msg"] for r in records if r["kind"] == "sse.event" and r["exchange"] == get["exchange"] and "msg" in r]
+    assert {m.get("id") for m in answers if "result" in m} == {p["msg"]["id"] for p in posts if "id" in p["msg"]}
