@@ -62,7 +62,14 @@ def test_proxied_session_equals_direct_and_the_tape_holds_it_all(demo_server, re
     stream = [m for m in received if m.get("id") == countdown or m.get("method", "").startswith("notifications/")]
     assert [m.get("method", "result") for m in stream] == ["notifications/progress", "notifications/message"] * 3 + ["result"]
     assert all(r.get("status") != 421 for r in tape.records)  # the upstream saw its own Host
-    assert all(r["reason"] == "complete" for r in tape.records if r["kind"] == "end")
+    # Exchanges end complete, or with the client hanging up once it has what it wanted: the SDK closes a POST's
+    # stream as soon as the response event arrives (racing the server's last chunk) and its GET stream at exit.
+    for number, recs in by_exchange(tape).items():
+        end = recs[-1]
+        assert end["kind"] == "end" and end["reason"] in ("complete", "client-disconnected"), end
+        request = recs[0].get("msg")
+        if end["reason"] == "client-disconnected" and isinstance(request, dict) and "id" in request:
+            assert any(r.get("msg", {}).get("id") == request["id"] for r in recs[1:] if isinstance(r.get("msg"), dict))
     assert tape.records[-1]["kind"] == "capture.stop"
 
     http_requests = [r for r in tape.records if r["kind"] == "http.request"]
