@@ -11,7 +11,7 @@ from .wire import http, jsonrpc
 ARROW = {records.C2S: "→", records.S2C: "←"}
 
 
-def timeline(header: Record, items: Iterable[Record]) -> Iterator[str]:
+def timeline(items: Iterable[Record]) -> Iterator[str]:
     start: float | None = None
     sessions: dict[int, str] = {}  # exchange -> session id, so every line of an exchange shows it
     yield f"{'time':>9}  {'':1}  {'session':<8}  {'ex':>4}  what"

@@ -118,3 +118,12 @@ def run_mcptape(*args: str, **kwargs) -> subprocess.CompletedProcess:
 
 def env_without_proxies() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+
+
+def by_exchange(tape) -> dict[int, list[dict]]:
+    """A tape's records grouped by HTTP exchange, in tape order."""
+    out: dict[int, list[dict]] = {}
+    for r in tape.records:
+        if "exchange" in r:
+            out.setdefault(r["exchange"], []).append(r)
+    return out

@@ -15,6 +15,7 @@ import pytest
 
 from mcptape.tape.file import read
 
+from .conftest import by_exchange
 from .rawserver import RawServer
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
@@ -42,14 +43,6 @@ def fetch(url: str, behaviour: str, body: bytes = INIT) -> tuple[int, bytes]:
     data = response.read()
     conn.close()
     return response.status, data
-
-
-def exchanges(tape) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for r in tape.records:
-        if "exchange" in r:
-            out.setdefault(r["exchange"], []).append(r)
-    return out
 
 
 def test_sse_is_streamed_event_by_event_while_recorded(raw, record):
@@ -111,7 +104,7 @@ def test_bad_input_is_forwarded_and_recorded(raw, record, behaviour, client_ok, 
     assert fetch(rec.url, "echo", b'{"jsonrpc":"2.0","id":2,"method":"ping"}')[0] == 200
     code, _, err = rec.stop()
     assert code == 0, err
-    first = exchanges(read(rec.tape))[0]
+    first = by_exchange(read(rec.tape))[0]
     assert first[0]["kind"] == "http.request" and first[0]["msg"]["method"] == "initialize"
     assert tape_ok(first), first
     assert first[-1]["kind"] == "end" and first[-1]["reason"] == "complete"
@@ -136,7 +129,7 @@ def test_upstream_dying_mid_stream_is_recorded_as_upstream_reset(raw, record):
     conn.close()
     assert fetch(rec.url, "echo")[0] == 200
     rec.stop()
-    first = exchanges(read(rec.tape))[0]
+    first = by_exchange(read(rec.tape))[0]
     events = [r for r in first if r["kind"] == "sse.event"]
     assert events[0]["msg"]["params"]["progress"] == 1
     assert events[1]["data"] == "half an ev" and "blank line" in events[1]["problem"]
@@ -152,5 +145,5 @@ def test_client_leaving_mid_stream_is_recorded_as_client_disconnected(raw, recor
     time.sleep(0.5)
     assert fetch(rec.url, "echo")[0] == 200
     rec.stop()
-    first = exchanges(read(rec.tape))[0]
+    first = by_exchange(read(rec.tape))[0]
     assert first[-1]["kind"] == "end" and first[-1]["reason"] == "client-disconnected", first[-1]

@@ -16,7 +16,7 @@ from mcp import Client
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import free_port, run_mcptape, stop, wait_for_port
+from .conftest import by_exchange, free_port, run_mcptape, stop, wait_for_port
 
 
 def messages(tape, direction: str) -> list[dict]:
@@ -25,14 +25,6 @@ def messages(tape, direction: str) -> list[dict]:
     for r in tape.records:
         if r.get("dir") == direction and "msg" in r:
             out += r["msg"] if isinstance(r["msg"], list) else [r["msg"]]
-    return out
-
-
-def by_exchange(tape) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for r in tape.records:
-        if "exchange" in r:
-            out.setdefault(r["exchange"], []).append(r)
     return out
 
 

@@ -25,7 +25,6 @@ class _Exchange:
     number: int
     mcp: bool
     stream: SSEStream | None = None
-    ended: bool = False
 
 
 @dataclass
@@ -149,9 +148,6 @@ class HttpCapture:
     def _end(self, key: object, t: float, reason: str, detail: str | None = None) -> None:
         ex = self._exchanges.pop(key)
         self.sink.write(records.end(t, ex.number, reason, detail))
-
-    def open_exchanges(self) -> int:
-        return len(self._exchanges)
 
     def learn_endpoint(self, uri: str) -> None:
         """A legacy (2024-11-05) server announced where clients POST: that path is an MCP endpoint too."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..wire import jsonrpc
+from .file import FORMAT
 
 Record = dict[str, Any]
 
@@ -34,8 +35,6 @@ END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHAB
 
 
 def header(t: float, tool: str) -> Record:
-    from .file import FORMAT
-
     return {"kind": HEADER, "format": FORMAT, "t": t, "tool": tool}
 
 

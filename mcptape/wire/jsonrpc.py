@@ -109,10 +109,6 @@ def invalid_reason(value: JSON) -> str | None:
     return _message_problem(value)
 
 
-def is_jsonrpc(value: JSON) -> bool:
-    return invalid_reason(value) is None
-
-
 def messages(value: JSON) -> list[JSON]:
     """The messages a body carried: a batch's items, or the single message."""
     return list(value) if isinstance(value, list) else [value]
