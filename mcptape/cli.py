@@ -7,8 +7,10 @@ shows the traceback instead.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
+import time
 from importlib import resources
 from urllib.parse import urlsplit
 
@@ -108,11 +110,13 @@ def _host_for_url(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-@main.command()
+@main.command(context_settings={"allow_interspersed_args": False})
 @click.option("--upstream", metavar="URL", help="The real MCP server's URL (reverse proxy mode).")
 @click.option("--listen", default="127.0.0.1:8765", show_default=True, metavar="HOST:PORT",
               help="Where clients connect; port 0 picks a free port.")
-@click.option("-o", "--output", required=True, metavar="FILE", help="The tape to write (.mcptape).")
+@click.option("-o", "--output", metavar="FILE",
+              help="The tape to write (.mcptape). May hold {date} {time} {pid} {n}; a relative name goes into "
+                   "$MCPTAPE_DIR when that is set. Default with $MCPTAPE_DIR: {date}-{time}-{n}.mcptape.")
 @click.option("--append", is_flag=True, help="Add to FILE if it exists.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 @click.option("--mode", type=click.Choice(["reverse", "regular"]),
@@ -123,7 +127,9 @@ def _host_for_url(host: str) -> str:
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
 @click.option("--verbose", is_flag=True, help="Show mitmproxy's own log.")
-def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose):
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
+def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose,
+           command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -132,27 +138,71 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
       mcptape record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:8765 -o run.mcptape
     Explicit proxy (set HTTP_PROXY/HTTPS_PROXY as printed):
       mcptape record --mode regular -o run.mcptape
+    A stdio server (put this in the client's config in place of the server command):
+      mcptape record -o 'server-{date}-{n}.mcptape' -- npx -y @modelcontextprotocol/server-everything
 
-    Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped".
+    Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
+    server exits, and exits with the server's status.
     """
     if append and force:
         raise Failure("--append and --force contradict each other; give one")
+    write_mode = "append" if append else "force" if force else "new"
+    if command:
+        if upstream or mode:
+            raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
+        _record_stdio(list(command), output, write_mode)
+        return
+    if output is None:
+        raise Failure("-o FILE is required: where should the tape go?")
     mode = mode or ("reverse" if upstream else None)
     if mode is None:
-        raise Failure("give --upstream URL (reverse proxy in front of a server) or --mode regular (HTTP proxy)")
+        raise Failure("give --upstream URL (reverse proxy), --mode regular (HTTP proxy), or -- CMD (a stdio server)")
     if mode == "reverse" and not upstream:
         raise Failure("--mode reverse needs --upstream URL")
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
+    _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose)
+
+
+def _record_stdio(argv: list[str], output: str | None, write_mode: str) -> None:
+    """Stand in for a stdio server. Nothing but the server's own bytes may reach stdout."""
+    from . import TOOL
+    from .capture.stdio import StartError, StdioRecorder
+    from .tape import records
+    from .tape.file import TapeError, create_from_template
+
+    directory = os.environ.get("MCPTAPE_DIR") or None
+    if output is None and directory is None:
+        raise Failure("-o FILE is required (or set MCPTAPE_DIR to record into that directory)")
+    if directory and not os.path.isdir(directory):
+        raise Failure(f"MCPTAPE_DIR={directory} is not a directory")
+    try:
+        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", records.header(time.time(), TOOL),
+                                      directory, write_mode)
+    except TapeError as e:
+        raise Failure(str(e)) from None
+    with writer:
+        try:
+            code = StdioRecorder(argv, writer).run()
+        except StartError as e:
+            click.echo(f"mcptape: {e}", err=True)
+            raise SystemExit(e.code) from None
+    if code < 0:  # die of the same signal, so the client sees exactly what the server did
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    raise SystemExit(code)
+
+
+def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose):
     host, port = _parse_listen(listen)
-    if os.path.exists(output) and not (append or force):
+    if os.path.exists(output) and write_mode == "new":
         raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
     if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise Failure(f"-o {output}: not a file in an existing directory")
     settings: dict = {
-        "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": append,
-        "mcptape_force": force, "mcptape_redact_header": list(redact_header), "mcptape_no_redact": no_redact,
-        "mcptape_record_all": record_all, "ssl_insecure": insecure,
+        "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
+        "mcptape_force": write_mode == "force", "mcptape_redact_header": list(redact_header),
+        "mcptape_no_redact": no_redact, "mcptape_record_all": record_all, "ssl_insecure": insecure,
     }
     path = ""
     if mode == "reverse":

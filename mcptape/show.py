@@ -22,8 +22,9 @@ def timeline(items: Iterable[Record]) -> Iterator[str]:
         exchange = record.get("exchange")
         if record.get("session"):
             sessions[exchange] = record["session"]
+        session = "stdio" if record.get("kind", "").startswith("stdio.") else sessions.get(exchange, "")
         for what in _describe(record):
-            yield _line(t, start, record, sessions.get(exchange, ""), exchange, what)
+            yield _line(t, start, record, session, exchange, what)
 
 
 def _line(t: object, start: float | None, record: Record, session: str, exchange: object, what: str) -> str:
@@ -69,8 +70,19 @@ def _describe(record: Record) -> list[str]:
     if kind == records.END:
         detail = f" ({record['detail']})" if record.get("detail") else ""
         return [f"end {record.get('reason')}{detail}"]
+    if kind == records.STDIO_LINE:
+        return _with_messages("", record, problem)
+    if kind == records.STDIO_STDERR:
+        text = record["text"] if "text" in record else f"{len(record.get('raw', b''))} raw bytes"
+        return [f"stderr: {_short(text, 100)}{problem}"]
+    if kind == records.STDIO_EXIT:
+        if record.get("error"):
+            return [f"server did not start: {record['error']}"]
+        return [f"server killed by {record['signal']}" if record.get("signal") else f"server exited ({record.get('code')})"]
     if kind == records.CAPTURE_START:
         source = record.get("source") or {}
+        if "stdio" in source:
+            return [f"-- recording started: {' '.join(source['stdio'])}"]
         return [f"-- recording started ({', '.join(source.get('modes', [])) or source.get('proxy', '')})"]
     if kind == records.CAPTURE_STOP:
         return [f"-- recording stopped ({record.get('reason')})"]
@@ -78,11 +90,13 @@ def _describe(record: Record) -> list[str]:
 
 
 def _with_messages(head: str, record: Record, problem: str) -> list[str]:
+    sep = "  " if head else ""
     if "msg" in record:
         msgs = jsonrpc.messages(record["msg"])
-        lines = [f"{head}  {jsonrpc.describe(msgs[0])}"] + [f"{' ' * len(head)}  {jsonrpc.describe(m)}" for m in msgs[1:]]
+        lines = [f"{head}{sep}{jsonrpc.describe(msgs[0])}"] + [
+            f"{' ' * len(head)}{sep}{jsonrpc.describe(m)}" for m in msgs[1:]]
     elif "raw" in record and not head.startswith("sse"):
-        lines = [f"{head}  {len(record['raw'])} bytes"]
+        lines = [f"{head}{sep}{len(record['raw'])} bytes"]
     else:
         lines = [head]
     lines[-1] += problem

@@ -17,7 +17,7 @@ from mitmproxy import ctx, exceptions
 from mitmproxy import http as mhttp
 from mitmproxy.proxy import mode_specs
 
-from .. import __version__
+from .. import TOOL
 from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
@@ -25,7 +25,6 @@ from ..wire import http
 from .http import HttpCapture, Scope, SSEStream
 
 logger = logging.getLogger("mcptape")
-TOOL = f"mcptape {__version__}"
 
 
 def _guarded(hook: Callable) -> Callable:

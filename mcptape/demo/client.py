@@ -9,11 +9,12 @@ import argparse
 import json
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 
-async def script(url: str, mode: str) -> list[str]:
-    """The lines the client saw; the tests compare them between a direct and a proxied run."""
+async def script(server: str | StdioServerParameters, mode: str = "legacy") -> list[str]:
+    """The lines the client saw; the tests compare them between a direct and a recorded run.
+    `server` is a URL, or the command of a stdio server."""
     lines: list[str] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -22,7 +23,7 @@ async def script(url: str, mode: str) -> list[str]:
     async def on_log(params) -> None:
         lines.append(f"log {params.level} {params.data}")
 
-    async with Client(url, mode=mode, logging_callback=on_log, log_level="info") as client:
+    async with Client(server, mode=mode, logging_callback=on_log, log_level="info") as client:
         lines.append(f"protocol {client.protocol_version}")
         tools = await client.list_tools()
         lines.append("tools " + ",".join(sorted(t.name for t in tools.tools)))

@@ -1,17 +1,21 @@
 """Demo MCP server (official SDK): tools with progress and logging, a resource, optional resumable SSE.
 
-    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless] [--sse] [--tls CERT KEY]
+    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless] [--sse] [--stdio] [--tls CERT KEY]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import warnings
 
 import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+
+# The demo logs through the handshake-era logging capability on purpose; the 2026 deprecation is not news here.
+warnings.filterwarnings("ignore", message="The logging capability is deprecated")
 
 server = MCPServer("mcptape-demo")
 
@@ -75,8 +79,12 @@ def main() -> None:
     p.add_argument("--json", action="store_true", help="answer application/json instead of SSE")
     p.add_argument("--stateless", action="store_true")
     p.add_argument("--sse", action="store_true", help="the legacy 2024-11-05 HTTP+SSE transport (GET /sse)")
+    p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https with this certificate")
     a = p.parse_args()
+    if a.stdio:
+        server.run("stdio")
+        return
     if a.sse:
         app = server.sse_app(host="127.0.0.1")
     else:

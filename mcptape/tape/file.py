@@ -15,6 +15,7 @@ types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value
 
 from __future__ import annotations
 
+import fcntl
 import os
 import struct
 import zlib
@@ -152,32 +153,39 @@ class Writer:
     """Appends records to a tape, one unbuffered write each, so every record is on disk as soon as it is written.
 
     mode: "new" refuses an existing file, "force" replaces it, "append" continues it (a torn tail is cut off first).
+    The file is locked while it is written: two recorders never write one tape.
     """
 
     def __init__(self, path: str | os.PathLike[str], header: Record, mode: str = "new") -> None:
         self.path = os.fspath(path)
         self.existing: Tape | None = None
         self.repaired: str | None = None
-        if mode == "append" and os.path.exists(self.path) and os.path.getsize(self.path) > 0:
-            self.existing = read(self.path)
-            self._file = self._open("r+b")
+        flags = {"new": os.O_CREAT | os.O_EXCL, "force": os.O_CREAT, "append": os.O_CREAT}[mode]
+        try:
+            fd = os.open(self.path, os.O_RDWR | flags, 0o644)
+        except FileExistsError:
+            raise TapeError(f"{self.path} already exists (use --append to add to it or --force to replace it)") from None
+        except OSError as e:
+            raise TapeError(f"cannot write {self.path}: {e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise TapeError(f"{self.path} is being written by another mcptape right now") from None
+        self._file: BinaryIO = open(fd, "r+b", buffering=0)
+        if mode == "append" and os.fstat(fd).st_size > 0:
+            try:
+                self.existing = read(self.path)
+            except TapeError:
+                self._file.close()
+                raise
             if self.existing.truncated:
                 self.repaired = self.existing.truncated
                 self._file.truncate(self.existing.end_offset)
             self._file.seek(0, os.SEEK_END)
             return
-        if mode == "new" and os.path.exists(self.path):
-            raise TapeError(f"{self.path} already exists (use --append to add to it or --force to replace it)")
-        self._file = self._open("wb" if mode == "force" else "xb")
+        self._file.truncate(0)
         self._file.write(MAGIC + encode(header))
-
-    def _open(self, how: str) -> BinaryIO:
-        try:
-            return open(self.path, how, buffering=0)
-        except FileExistsError:
-            raise TapeError(f"{self.path} already exists (use --append to add to it or --force to replace it)") from None
-        except OSError as e:
-            raise TapeError(f"cannot write {self.path}: {e.strerror}") from None
 
     def write(self, record: Record) -> None:
         self._file.write(encode(record))
@@ -190,3 +198,30 @@ class Writer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def create_from_template(
+    template: str, header: Record, directory: str | None = None, mode: str = "new", when: float | None = None
+) -> Writer:
+    """Open a new tape named by a template: {date} {time} {pid} {n}. With {n}, the first free number is taken,
+    so clients that relaunch their servers (or run two at once) never share a file. A relative name goes into
+    `directory` when one is given."""
+    import time as _time
+
+    stamp = _time.localtime(when)
+    fields = {"date": _time.strftime("%Y%m%d", stamp), "time": _time.strftime("%H%M%S", stamp), "pid": os.getpid()}
+    if directory and not os.path.isabs(template):
+        template = os.path.join(directory, template)
+    try:
+        template.format(n=1, **fields)
+    except (KeyError, IndexError, ValueError) as e:
+        raise TapeError(f"-o {template!r}: unknown field {e} (use {{date}}, {{time}}, {{pid}}, {{n}})") from None
+    if "{n}" not in template:
+        return Writer(template.format(n=1, **fields), header, mode)
+    for n in range(1, 100_000):
+        try:
+            return Writer(template.format(n=n, **fields), header, "new")
+        except TapeError as e:
+            if "already exists" not in str(e) and "being written" not in str(e):
+                raise
+    raise TapeError(f"-o {template!r}: no free file name left")

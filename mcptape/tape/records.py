@@ -21,6 +21,9 @@ HTTP_REQUEST = "http.request"  # request line, redacted headers, session, body
 HTTP_RESPONSE = "http.response"  # status, redacted headers, session; the body too unless it is an SSE stream
 SSE_EVENT = "sse.event"  # one SSE event of a streamed response, as it passed
 END = "end"  # how an exchange ended
+STDIO_LINE = "stdio.line"  # one line on the server's stdin (c2s) or stdout (s2c)
+STDIO_STDERR = "stdio.stderr"  # one line the server wrote to stderr (not protocol; kept as text)
+STDIO_EXIT = "stdio.exit"  # the server process ended: exit code or signal
 
 C2S, S2C = "c2s", "s2c"
 
@@ -117,4 +120,30 @@ def end(t: float, exchange: int, reason: str, detail: str | None = None) -> Reco
     record: Record = {"kind": END, "t": t, "exchange": exchange, "reason": reason}
     if detail:
         record["detail"] = detail
+    return record
+
+
+def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> Record:
+    """A line without its newline. `partial`: the stream ended before the newline came."""
+    record: Record = {"kind": STDIO_LINE, "t": t, "dir": direction}
+    record.update(body(line) if line.strip() else {"raw": line, "problem": "an empty line is not an MCP message"})
+    if partial:
+        record["partial"] = True
+        record["problem"] = "; ".join(filter(None, [record.get("problem"), "the stream ended before this line's newline"]))
+    return record
+
+
+def stdio_stderr(t: float, line: bytes) -> Record:
+    try:
+        return {"kind": STDIO_STDERR, "t": t, "text": line.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"kind": STDIO_STDERR, "t": t, "raw": line, "problem": "not UTF-8"}
+
+
+def stdio_exit(t: float, code: int | None, signal: str | None = None, error: str | None = None) -> Record:
+    record: Record = {"kind": STDIO_EXIT, "t": t, "code": code}
+    if signal:
+        record["signal"] = signal
+    if error:
+        record["error"] = error
     return record

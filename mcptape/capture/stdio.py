@@ -1,0 +1,140 @@
+"""Record a stdio MCP server by standing in for it: `mcptape record -o tape -- CMD ARGS`.
+
+The client launches us instead of the server; we launch the server and relay its stdin, stdout and stderr
+byte for byte, each chunk forwarded the moment it is read (no added buffering), while complete lines are recorded
+with their direction and time. We write nothing of our own to stdout, forward signals, and exit as the server did.
+
+Threads, not asyncio: three blocking pipes and a child process are what threads are simplest at, and this path
+must start fast (it imports neither mitmproxy nor asyncio machinery).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from .. import TOOL
+from ..tape import records
+from ..tape.file import Writer
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_CHUNK = 65536
+
+
+class StdioRecorder:
+    def __init__(self, argv: list[str], writer: Writer) -> None:
+        self.argv = argv
+        self.writer = writer
+        self._lock = threading.Lock()
+
+    def record(self, make: Callable[[float], records.Record]) -> None:
+        # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
+        with self._lock:
+            self.writer.write(make(time.time()))
+
+    def run(self) -> int:
+        """Run the server to its end. Returns its exit code, or minus the signal that ended it."""
+        self.record(lambda t: records.capture_start(t, TOOL, {"stdio": self.argv, "cwd": os.getcwd()}, {}))
+        try:
+            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    bufsize=0, process_group=0)
+        except OSError as e:
+            code = 127 if isinstance(e, FileNotFoundError) else 126
+            message = f"cannot start {self.argv[0]}: {e.strerror}"
+            self.record(lambda t: records.stdio_exit(t, code, error=message))
+            self.record(lambda t: records.capture_stop(t, "server did not start"))
+            raise StartError(message, code) from None
+
+        previous = {sig: signal.signal(sig, lambda s, _f: _forward(proc, s)) for sig in FORWARDED}
+        pumps = [
+            _start(self._pump, sys.stdin.buffer.fileno(), proc.stdin.fileno(), records.C2S, proc.stdin.close),
+            _start(self._pump, proc.stdout.fileno(), sys.stdout.buffer.fileno(), records.S2C, None),
+            _start(self._pump_stderr, proc.stderr.fileno()),
+        ]
+        try:
+            returncode = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        for pump in pumps[1:]:
+            pump.join(timeout=5)  # a grandchild may hold the pipes open; do not wait for it forever
+        name = signal.Signals(-returncode).name if returncode < 0 else None
+        self.record(lambda t: records.stdio_exit(t, returncode if returncode >= 0 else None, name))
+        self.record(lambda t: records.capture_stop(t, "server exited"))
+        return returncode
+
+    def _pump(self, src: int, dst: int, direction: str, at_eof: Callable[[], None] | None) -> None:
+        """Forward every chunk at once; record each complete line. A dead reader does not stop the recording."""
+        pending = b""
+        dst_alive = True
+        while chunk := _read(src):
+            if dst_alive:
+                dst_alive = _write_all(dst, chunk)
+            pending += chunk
+            if b"\n" in chunk:
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    self.record(lambda t, line=line: records.stdio_line(t, direction, line))
+        if pending:
+            self.record(lambda t: records.stdio_line(t, direction, pending, partial=True))
+        if at_eof is not None:
+            try:
+                at_eof()  # the client closed our stdin: close the server's, so it sees the end too
+            except OSError:
+                pass
+
+    def _pump_stderr(self, src: int) -> None:
+        pending = b""
+        while chunk := _read(src):
+            _write_all(2, chunk)
+            pending += chunk
+            if b"\n" in chunk:
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    self.record(lambda t, line=line: records.stdio_stderr(t, line))
+        if pending:
+            self.record(lambda t: records.stdio_stderr(t, pending))
+
+
+class StartError(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _start(target: Callable, *args: object) -> threading.Thread:
+    thread = threading.Thread(target=target, args=args, daemon=True)
+    thread.start()
+    return thread
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, _CHUNK)
+    except OSError:
+        return b""
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except OSError as e:
+            if e.errno in (errno.EPIPE, errno.EBADF, errno.EINVAL):
+                return False
+            raise
+    return True
+
+
+def _forward(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        proc.send_signal(sig)
+    except ProcessLookupError:
+        pass
