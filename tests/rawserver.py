@@ -152,8 +152,15 @@ async def lockstep(server, writer, body):
     await writer.drain()
 
 
+async def absolute_endpoint(server, writer, body):
+    """A legacy server that announces its POST endpoint as an absolute URL naming itself."""
+    endpoint = f"http://127.0.0.1:{server.port}/messages/?session_id=abc123"
+    await _sse(writer, [f"event: endpoint\r\ndata: {endpoint}\r\n\r\n".encode(),
+                        b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\r\n\r\n'])
+
+
 BEHAVIOURS: dict[str, Callable] = {
     "echo": echo, "not-json": not_json, "binary": binary, "gzip-json": gzip_json, "br-json": br_json,
     "bad-gzip": bad_gzip, "broken-sse": broken_sse, "gzip-sse": gzip_sse, "die-mid-stream": die_mid_stream,
-    "endless": endless, "lockstep": lockstep,
+    "endless": endless, "lockstep": lockstep, "absolute-endpoint": absolute_endpoint,
 }

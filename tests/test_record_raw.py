@@ -31,7 +31,8 @@ def raw():
 def request(url: str, behaviour: str, body: bytes = INIT, method: str = "POST", headers: dict | None = None):
     split = urlsplit(url)
     conn = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
-    conn.request(method, split.path, body=body if method == "POST" else None, headers={
+    target = split.path + (f"?{split.query}" if split.query else "")
+    conn.request(method, target, body=body if method == "POST" else None, headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "Accept-Encoding": "gzip, br", "X-Behaviour": behaviour, **(headers or {})})
     response = conn.getresponse()
@@ -147,3 +148,23 @@ def test_client_leaving_mid_stream_is_recorded_as_client_disconnected(raw, recor
     rec.stop()
     first = by_exchange(read(rec.tape))[0]
     assert first[-1]["kind"] == "end" and first[-1]["reason"] == "client-disconnected", first[-1]
+
+
+def test_an_absolute_legacy_endpoint_is_relocated_to_the_proxy(raw, record):
+    """Otherwise the client would POST straight to the server, past the recorder."""
+    rec = record(raw.url.replace("/mcp", "/sse"))
+    conn, response = request(rec.url, "absolute-endpoint", method="GET", headers={"Accept": "text/event-stream"})
+    stream = response.read().decode()
+    conn.close()
+    proxy_origin = rec.url.split("/sse")[0]
+    assert f"data: {proxy_origin}/messages/?session_id=abc123\r\n" in stream
+    assert f"127.0.0.1:{raw.port}" not in stream
+    post = proxy_origin + "/messages/?session_id=abc123"
+    assert fetch(post, "echo", b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}')[0] == 200
+    rec.stop()
+    records = read(rec.tape).records
+    endpoint = next(r for r in records if r.get("event") == "endpoint")
+    assert endpoint["data"] == f"http://127.0.0.1:{raw.port}/messages/?session_id=abc123"  # what the server said
+    assert endpoint["rewritten_to"] == post and endpoint["session"] == "abc123"
+    posted = [r for r in records if r["kind"] == "http.request" and r["path"] == "/messages/"]
+    assert posted[0]["mcp"] and posted[0]["msg"]["method"] == "tools/list" and posted[0]["session"] == "abc123"

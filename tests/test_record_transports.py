@@ -82,9 +82,12 @@ def test_legacy_http_sse_server_message_endpoint_is_recorded(demo_server, record
     get = next(r for r in records if r["kind"] == "http.request" and r["method"] == "GET")
     assert get["path"] == "/sse"
     endpoint = next(r for r in records if r["kind"] == "sse.event" and r.get("event") == "endpoint")
-    assert endpoint["data"].startswith("/messages/?session_id=")
+    assert endpoint["data"].startswith("/messages/?session_id=") and "rewritten_to" not in endpoint
+    session = endpoint["session"]
+    assert endpoint["data"].endswith(session)
     posts = [r for r in records if r["kind"] == "http.request" and r["method"] == "POST"]
     assert posts and all(r["path"] == "/messages/" and r["mcp"] and "msg" in r for r in posts)
+    assert all(r["session"] == session for r in posts)  # the legacy session lives in the query string
     assert [p["msg"].get("method") for p in posts][:2] == ["initialize", "notifications/initialized"]
     # the answers ride on the GET stream
     answers = [r["msg"] for r in records if r["kind"] == "sse.event" and r["exchange"] == get["exchange"] and "msg" in r]

@@ -50,6 +50,7 @@ class HttpCapture:
         self._exchanges: dict[object, _Exchange] = {}
         self._conns: dict[object, int] = {}
         self._next_exchange = 0
+        self._legacy_paths: set[str] = set()
         self.recorded = 0  # exchanges recorded by this run
 
     def start(self, t: float, tool: str, source: dict, first_exchange: int = 0) -> None:
@@ -75,11 +76,14 @@ class HttpCapture:
         self._exchanges[key] = _Exchange(number, mcp)
         conn_number = self._conns.setdefault(conn, len(self._conns))
         redacted = self.redactor.headers(headers)
+        redacted_query = self.redactor.query(query)
+        session = http.get(redacted, http.SESSION_ID)
+        if session is None and path in self._legacy_paths:
+            session = _legacy_session(redacted_query)
         with_body = mcp or self.scope.record_all
         self.sink.write(records.http_request(
-            t, number, conn_number, method, path, self.redactor.query(query), redacted,
-            http.get(redacted, http.SESSION_ID), http.get(headers, http.PROTOCOL_VERSION), mcp,
-            records.body(body, body_problem) if with_body else {},
+            t, number, conn_number, method, path, redacted_query, redacted, session,
+            http.get(headers, http.PROTOCOL_VERSION), mcp, records.body(body, body_problem) if with_body else {},
         ))
         return True
 
@@ -98,7 +102,8 @@ class HttpCapture:
     # -- responses ---------------------------------------------------------------------------------------------
 
     def response_head(
-        self, key: object, t: float, status: int, reason: str, headers: list[tuple[str, str]]
+        self, key: object, t: float, status: int, reason: str, headers: list[tuple[str, str]],
+        relocation: Relocation | None = None,
     ) -> SSEStream | None:
         """Response headers arrived. For an SSE response this records the head and returns the stream the body
         chunks go to; otherwise the response is recorded whole by `response`."""
@@ -110,7 +115,7 @@ class HttpCapture:
             t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), {}
         ))
         with_body = ex.mcp or self.scope.record_all
-        ex.stream = SSEStream(self, ex.number, http.get(headers, "content-encoding"), with_body)
+        ex.stream = SSEStream(self, ex.number, http.get(headers, "content-encoding"), with_body, relocation)
         return ex.stream
 
     def response(
@@ -149,17 +154,47 @@ class HttpCapture:
         ex = self._exchanges.pop(key)
         self.sink.write(records.end(t, ex.number, reason, detail))
 
-    def learn_endpoint(self, uri: str) -> None:
-        """A legacy (2024-11-05) server announced where clients POST: that path is an MCP endpoint too."""
-        path = urlsplit(uri).path
-        if path and self.scope.endpoints:
-            self.scope.endpoints.add(path)
+    def learn_endpoint(self, uri: str) -> str | None:
+        """A legacy (2024-11-05) server announced where clients POST: that path is an MCP endpoint too, and its
+        query names the session (that transport has no Mcp-Session-Id). Returns the session."""
+        split = urlsplit(uri)
+        if not split.path:
+            return None
+        self._legacy_paths.add(split.path)
+        if self.scope.endpoints:
+            self.scope.endpoints.add(split.path)
+        return _legacy_session(_query_pairs(split.query))
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """Reverse mode: an absolute endpoint URL naming the upstream is rewritten to the proxy, or the client would
+    POST past the recorder. `upstream` is (scheme, host, port); `proxy` the origin the client used."""
+
+    upstream: tuple[str, str, int]
+    proxy: str
+
+    def rewrite(self, uri: str) -> str | None:
+        split = urlsplit(uri)
+        if not split.scheme or not split.hostname:
+            return None  # relative: it already goes where the client went
+        default = 443 if split.scheme == "https" else 80
+        if (split.scheme, split.hostname, split.port or default) != self.upstream:
+            return None
+        return self.proxy + uri[len(f"{split.scheme}://{split.netloc}"):]
 
 
 class SSEStream:
-    """One streamed SSE response: chunks in (as they pass to the client), one record per event out."""
+    """One streamed SSE response: chunks in (as they pass to the client), one record per event out.
 
-    def __init__(self, capture: HttpCapture, exchange: int, encoding: str | None, with_body: bool) -> None:
+    Each chunk goes to `record` (parse, write records) and then to `forward`, which returns what to send on: the
+    chunk itself, except while a legacy stream's first event (its endpoint) is incomplete and may need relocating;
+    those few bytes are held until that event's blank line arrives."""
+
+    _MAX_HOLD = 65536
+
+    def __init__(self, capture: HttpCapture, exchange: int, encoding: str | None, with_body: bool,
+                 relocation: Relocation | None = None) -> None:
         self.capture = capture
         self.exchange = exchange
         self.with_body = with_body
@@ -171,8 +206,30 @@ class SSEStream:
         except ValueError as e:
             self.decoder = None
             self.problem = str(e)
+        # bytes can only be rewritten when they are what the parser sees
+        self.relocation = relocation if with_body and (encoding or "identity") == "identity" else None
+        self._holding = self.relocation is not None
+        self._held = b""
+        self._first_event_done = False
+        self._swap: tuple[bytes, bytes] | None = None
 
-    def feed(self, chunk: bytes) -> None:
+    def forward(self, chunk: bytes) -> bytes | list[bytes]:
+        if not chunk:  # end of stream
+            return self._release()
+        if not self._holding:
+            return chunk
+        self._held += chunk
+        if self._first_event_done or len(self._held) >= self._MAX_HOLD:
+            return self._release()
+        return []  # an empty list, not b"": mitmproxy must send nothing, not an empty chunk
+
+    def _release(self) -> bytes | list[bytes]:
+        held, self._held, self._holding = self._held, b"", False
+        if self._swap:
+            held = held.replace(*self._swap, 1)
+        return held or []
+
+    def record(self, chunk: bytes) -> None:
         if not self.with_body or self.closed or not chunk:
             return
         if self.decoder is not None and self.problem is None:
@@ -192,9 +249,22 @@ class SSEStream:
 
     def _events(self, events: Iterable[sse.Event]) -> None:
         for event in events:
+            record = records.sse_event(time.time(), self.exchange, event)
             if event.event == "endpoint" and event.data:
-                self.capture.learn_endpoint(event.data)
-            self.capture.sink.write(records.sse_event(time.time(), self.exchange, event))
+                record["session"] = self.capture.learn_endpoint(event.data)
+                if self.relocation and (moved := self.relocation.rewrite(event.data)):
+                    self._swap = (event.data.encode(), moved.encode())
+                    record["rewritten_to"] = moved
+            self.capture.sink.write(record)
+            self._first_event_done = True
+
+
+def _legacy_session(query: list[tuple[str, str]]) -> str | None:
+    """The SDKs name it session_id or sessionId; any query parameter about a session will do."""
+    for name, value in query:
+        if "session" in name.lower():
+            return value
+    return None
 
 
 def _query_pairs(query: str) -> list[tuple[str, str]]:

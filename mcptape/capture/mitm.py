@@ -22,7 +22,7 @@ from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http
-from .http import HttpCapture, Scope, SSEStream
+from .http import HttpCapture, Relocation, Scope, SSEStream
 
 logger = logging.getLogger("mcptape")
 
@@ -63,17 +63,17 @@ def _content(message: mhttp.Message) -> tuple[bytes, str | None]:
 
 
 class _Tap:
-    """mitmproxy's stream callable: sees each chunk on its way to the client and returns it unchanged."""
+    """mitmproxy's stream callable: records each chunk on its way to the client, then lets it go on."""
 
     def __init__(self, stream: SSEStream) -> None:
         self.stream = stream
 
-    def __call__(self, chunk: bytes) -> bytes:
+    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
-            self.stream.feed(chunk)
+            self.stream.record(chunk)
         except Exception as e:
             logger.error(f"mcptape: recording an SSE chunk failed: {type(e).__name__}: {e}")
-        return chunk
+        return self.stream.forward(chunk)
 
 
 class Recorder:
@@ -138,7 +138,7 @@ class Recorder:
         try:
             stream = self.capture.response_head(
                 flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-                _headers(flow.response.headers),
+                _headers(flow.response.headers), _relocation(flow),
             )
         except Exception as e:
             logger.error(f"mcptape: recording a response head failed: {type(e).__name__}: {e}")
@@ -185,6 +185,16 @@ class Recorder:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+def _relocation(flow: mhttp.HTTPFlow) -> Relocation | None:
+    """In reverse mode the client talks to us, so an endpoint URL naming the upstream must name us instead."""
+    if not isinstance(flow.client_conn.proxy_mode, mode_specs.ReverseMode):
+        return None
+    host, port = flow.client_conn.sockname[:2]
+    host = f"[{host}]" if ":" in host else host
+    scheme = "https" if flow.client_conn.tls else "http"
+    return Relocation((flow.request.scheme, flow.request.host, flow.request.port), f"{scheme}://{host}:{port}")
 
 
 def _next_exchange(writer: Writer) -> int:
