@@ -14,6 +14,7 @@ ARROW = {records.C2S: "→", records.S2C: "←"}
 def timeline(items: Iterable[Record]) -> Iterator[str]:
     start: float | None = None
     sessions: dict[int, str] = {}  # exchange -> session id, so every line of an exchange shows it
+    methods: dict[int, str] = {}  # exchange -> the method its request carried
     yield f"{'time':>9}  {'':1}  {'session':<8}  {'ex':>4}  what"
     for record in items:
         t = record.get("t")
@@ -23,7 +24,13 @@ def timeline(items: Iterable[Record]) -> Iterator[str]:
         if record.get("session"):
             sessions[exchange] = record["session"]
         session = "stdio" if record.get("kind", "").startswith("stdio.") else sessions.get(exchange, "")
-        for what in _describe(record):
+        lines = _describe(record)
+        kind = record.get("kind")
+        if kind == records.HTTP_REQUEST and isinstance(record.get("msg"), dict):
+            methods[exchange] = record["msg"].get("method")
+        elif kind == records.HTTP_RESPONSE and methods.get(exchange) == "server/discover" and record.get("status", 0) >= 400:
+            lines[-1] += "  (era probe refused: a 2026-07-28 client falls back to initialize)"
+        for what in lines:
             yield _line(t, start, record, session, exchange, what)
 
 

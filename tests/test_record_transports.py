@@ -10,11 +10,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from mcptape.demo.client import script
 from mcptape.tape.file import read
+
+from .conftest import by_exchange, run_mcptape
 
 
 def self_signed(tmp_path) -> tuple[str, str]:
@@ -92,3 +94,54 @@ def test_legacy_http_sse_server_message_endpoint_is_recorded(demo_server, record
     # the answers ride on the GET stream
     answers = [r["msg"] for r in records if r["kind"] == "sse.event" and r["exchange"] == get["exchange"] and "msg" in r]
     assert {m.get("id") for m in answers if "result" in m} == {p["msg"]["id"] for p in posts if "id" in p["msg"]}
+
+
+def header(record: dict, name: str) -> str | None:
+    return next((v for k, v in record["headers"] if k.lower() == name), None)
+
+
+def test_2026_stateless_traffic_with_a_subscription_and_a_stream_closed_as_cancellation(demo_server, record):
+    rec = record(demo_server())
+
+    async def modern() -> None:
+        async with Client(rec.url, mode="2026-07-28") as client:
+            async with client.listen(tools_list_changed=True) as subscription:
+                assert subscription is not None  # acknowledged
+            with anyio.move_on_after(0.5):  # gives up: on this wire, closing the stream is the cancellation
+                await client.call_tool("sleep", {"seconds": 5})
+            assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+
+    anyio.run(modern)
+    rec.stop()
+    tape = read(rec.tape)
+    requests = [r for r in tape.records if r["kind"] == "http.request"]
+    assert requests and all(r["session"] is None and r["protocol_version"] == "2026-07-28" for r in requests)
+    assert all(header(r, "mcp-method") == r["msg"]["method"] for r in requests)
+    calls = [r for r in requests if r["msg"]["method"] == "tools/call"]
+    assert [header(r, "mcp-name") for r in calls] == ["sleep", "add"]
+    exchanges = by_exchange(tape)
+    listen = next(r["exchange"] for r in requests if r["msg"]["method"] == "subscriptions/listen")
+    events = [r["msg"]["method"] for r in exchanges[listen] if r["kind"] == "sse.event" and "msg" in r]
+    assert events[0] == "notifications/subscriptions/acknowledged"
+    assert exchanges[listen][-1]["reason"] == "client-disconnected"
+    sleep = exchanges[calls[0]["exchange"]]
+    assert sleep[-1]["reason"] == "client-disconnected"
+    assert not any("result" in r.get("msg", {}) or "error" in r.get("msg", {}) for r in sleep[1:])
+    assert not any(r.get("msg", {}).get("method") == "notifications/cancelled" for r in requests)
+
+
+def test_an_auto_client_probe_then_its_real_session(demo_server, record):
+    rec = record(demo_server("--handshake-only"))
+    assert anyio.run(script, rec.url, "auto")[0] == "protocol 2025-11-25"
+    rec.stop()
+    tape = read(rec.tape)
+    requests = [r for r in tape.records if r["kind"] == "http.request"]
+    responses = {r["exchange"]: r for r in tape.records if r["kind"] == "http.response"}
+    probe, init = requests[0], requests[1]
+    assert probe["msg"]["method"] == "server/discover" and probe["protocol_version"] == "2026-07-28"
+    assert responses[probe["exchange"]]["status"] == 400
+    assert init["msg"]["method"] == "initialize" and init["session"] is None
+    session = responses[init["exchange"]]["session"]
+    assert session and all(r["session"] == session for r in requests[2:])
+    shown = run_mcptape("show", str(rec.tape)).stdout
+    assert "era probe refused" in shown

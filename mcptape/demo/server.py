@@ -1,18 +1,20 @@
 """Demo MCP server (official SDK): tools with progress and logging, a resource, optional resumable SSE.
 
-    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless] [--sse] [--stdio] [--tls CERT KEY]
+    python -m mcptape.demo.server --port 8000 [--event-store] [--json] [--stateless] [--sse] [--stdio] [--handshake-only] [--tls CERT KEY]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import warnings
 
 import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 # The demo logs through the handshake-era logging capability on purpose; the 2026 deprecation is not news here.
 warnings.filterwarnings("ignore", message="The logging capability is deprecated")
@@ -72,6 +74,24 @@ class MemoryEventStore(EventStore):
         return stream
 
 
+def handshake_only(app):
+    """Wrap the app so it answers like a server from before 2026-07-28: a modern request gets 400, which sends
+    'auto' clients back to the initialize handshake (their probe, then the real session)."""
+
+    async def wrapped(scope, receive, send):
+        version = dict(scope.get("headers") or []).get(b"mcp-protocol-version", b"").decode()
+        if scope["type"] == "http" and version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": f"Bad Request: Unsupported protocol version: {version}"}}).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--port", type=int, default=8000)
@@ -80,6 +100,7 @@ def main() -> None:
     p.add_argument("--stateless", action="store_true")
     p.add_argument("--sse", action="store_true", help="the legacy 2024-11-05 HTTP+SSE transport (GET /sse)")
     p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    p.add_argument("--handshake-only", action="store_true", help="refuse the 2026-07-28 era, as older servers do")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https with this certificate")
     a = p.parse_args()
     if a.stdio:
@@ -92,6 +113,8 @@ def main() -> None:
             json_response=a.json, stateless_http=a.stateless, host="127.0.0.1",
             event_store=MemoryEventStore() if a.event_store else None,
         )
+    if a.handshake_only:
+        app = handshake_only(app)
     tls = {"ssl_certfile": a.tls[0], "ssl_keyfile": a.tls[1]} if a.tls else {}
     uvicorn.run(app, host="127.0.0.1", port=a.port, log_level="warning", **tls)
 
