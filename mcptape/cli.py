@@ -279,6 +279,38 @@ def show(tape, fmt):
                    f"{reader.count} complete records before it", err=True)
 
 
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
+              show_default=True, help="Exit 1 when a finding is at or above this severity.")
+def check(tapes, fmt, fail_on):
+    """Flag protocol faults in tapes, each with the spec clause it rests on.
+
+    Several tapes are checked together as one history, in the order given.
+
+    \b
+    Examples:
+      mcptape check run.mcptape
+      mcptape check yesterday.mcptape today.mcptape --format json
+      mcptape check run.mcptape --format sarif > mcptape.sarif
+    """
+    from .check import at_or_above
+    from .check import check as run_check
+    from .check import report
+    from .tape import json_form
+
+    findings = list(run_check(list(tapes)))
+    if fmt == "text":
+        for line in report.text(findings, list(tapes)):
+            click.echo(line)
+    else:
+        doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        click.echo(json_form.dumps(doc, indent=1))
+    if any(at_or_above(f.severity, fail_on) for f in findings):
+        raise SystemExit(1)
+
+
 @main.command(name="import")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, metavar="FILE", help="The tape to write.")

@@ -50,6 +50,14 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15)
     return proc.returncode
 
 
+def spawn_demo(port: int, *flags: str) -> subprocess.Popen:
+    """The demo SDK server on a given port, listening when this returns."""
+    proc = subprocess.Popen([sys.executable, "-m", "mcptape.demo.server", "--port", str(port), *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, proc)
+    return proc
+
+
 @pytest.fixture
 def demo_server() -> Iterator:
     """Start the demo SDK server: `url = demo_server("--event-store")`; `--sse` serves /sse, `--tls` https."""
@@ -57,12 +65,7 @@ def demo_server() -> Iterator:
 
     def start(*flags: str) -> str:
         port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcptape.demo.server", "--port", str(port), *flags],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        procs.append(proc)
-        wait_for_port(port, proc)
+        procs.append(spawn_demo(port, *flags))
         return f"{'https' if '--tls' in flags else 'http'}://127.0.0.1:{port}{'/sse' if '--sse' in flags else '/mcp'}"
 
     yield start

@@ -159,8 +159,46 @@ async def absolute_endpoint(server, writer, body):
                         b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\r\n\r\n'])
 
 
+async def init_session(server, writer, body):
+    """Answer like a session-era server: the result of initialize, with a session id."""
+    await _json(server, writer, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},'
+                b'"serverInfo":{"name":"raw","version":"0"}}}', extra=b"Mcp-Session-Id: s-1\r\n")
+
+
+async def stale_401(server, writer, body):
+    """Seed 001: a stale session answered with 401 instead of 404."""
+    text = b"Unauthorized: Session not found"
+    writer.write(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\n"
+                 + f"Content-Length: {len(text)}\r\n\r\n".encode() + text)
+    await writer.drain()
+
+
+async def gone_404(server, writer, body):
+    text = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}'
+    writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+                 + f"Content-Length: {len(text)}\r\n\r\n".encode() + text)
+    await writer.drain()
+
+
+async def accepted(server, writer, body):
+    writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    await writer.drain()
+
+
+async def no_answer(server, writer, body):
+    """An SSE stream that ends cleanly without the response."""
+    await _sse(writer, [_event(1)])
+
+
+async def get_response(server, writer, body):
+    """A GET stream (not a resume) that carries a response."""
+    await _sse(writer, [b'event: message\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\n\n'])
+
+
 BEHAVIOURS: dict[str, Callable] = {
     "echo": echo, "not-json": not_json, "binary": binary, "gzip-json": gzip_json, "br-json": br_json,
     "bad-gzip": bad_gzip, "broken-sse": broken_sse, "gzip-sse": gzip_sse, "die-mid-stream": die_mid_stream,
     "endless": endless, "lockstep": lockstep, "absolute-endpoint": absolute_endpoint,
+    "init-session": init_session, "stale-401": stale_401, "gone-404": gone_404, "accepted": accepted,
+    "no-answer": no_answer, "get-response": get_response,
 }

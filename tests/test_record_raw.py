@@ -39,8 +39,8 @@ def request(url: str, behaviour: str, body: bytes = INIT, method: str = "POST", 
     return conn, response
 
 
-def fetch(url: str, behaviour: str, body: bytes = INIT) -> tuple[int, bytes]:
-    conn, response = request(url, behaviour, body)
+def fetch(url: str, behaviour: str, body: bytes = INIT, headers: dict | None = None) -> tuple[int, bytes]:
+    conn, response = request(url, behaviour, body, headers=headers)
     data = response.read()
     conn.close()
     return response.status, data

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import uuid
 import json
 import warnings
 
 import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -43,6 +45,26 @@ async def sleep(seconds: float) -> str:
     """Sleep, then answer (for cancellation and timeouts)."""
     await anyio.sleep(seconds)
     return f"slept {seconds}s"
+
+
+_threads: dict[str, list[str]] = {}
+
+
+@server.tool()
+def start_thread(message: str) -> dict:
+    """Start a conversation; its threadId lives as long as this server process (seed 002's shape)."""
+    thread_id = str(uuid.uuid4())
+    _threads[thread_id] = [message]
+    return {"threadId": thread_id}
+
+
+@server.tool()
+def reply(thread_id: str, message: str) -> str:
+    """Continue a conversation started with start_thread in this process."""
+    if thread_id not in _threads:
+        raise ToolError(f"Session not found for conversation_id: {thread_id}")
+    _threads[thread_id].append(message)
+    return f"{len(_threads[thread_id])} messages in {thread_id}"
 
 
 @server.resource("demo://hello")

@@ -101,7 +101,9 @@ def sse_event(t: float, exchange: int, event: Any) -> Record:
             record["msg"] = parsed.msg
         else:
             record["data"] = event.data
-        problems = [*event.problems, *([parsed.problem] if parsed.problem else [])]
+        # only message events carry JSON-RPC; an `endpoint` event's URI (legacy SSE) is no problem
+        carries_jsonrpc = event.event in (None, "message")
+        problems = [*event.problems, *([parsed.problem] if parsed.problem and carries_jsonrpc else [])]
     else:
         problems = list(event.problems)
     if event.incomplete:

@@ -1,0 +1,362 @@
+"""The rules `mcptape check` applies. Each is a model Observer keeping only the state it needs; each finding names
+the spec clause it rests on (spec.py). Client-side rules judge what the client saw, injected answers included;
+a finding about the server that rests on an injected answer carries `injected` so it is never blamed on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session
+from ..tape import records
+from ..wire import http, jsonrpc
+from . import spec
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass
+class Finding:
+    rule: str
+    severity: str
+    tape: str
+    session: str | None
+    dir: str | None
+    request_id: Any
+    method: str | None
+    message: str
+    spec: str
+    record: int | None
+    t: float | None
+    injected: bool = False
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def about_call(rule: str, severity: str, call: Call, message: str, clause: str, injected: bool | None = None) -> Finding:
+    return Finding(rule, severity, call.tape, call.session.label, call.dir, call.id, call.method, message, clause,
+                   call.seq, call.t, call.injected if injected is None else injected)
+
+
+def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str, method: str | None = None,
+                 request_id: Any = None, direction: str | None = None) -> Finding:
+    ex = seen.exchange
+    return Finding(rule, severity, seen.tape, seen.session.label if seen.session else (ex.sent_session if ex else None),
+                   direction or seen.record.get("dir"), request_id, method, message, clause, seen.seq, seen.t,
+                   bool(seen.record.get("injected")))
+
+
+def _who(direction: str) -> tuple[str, str]:
+    """(sender, receiver) of a request sent in this direction."""
+    return ("client", "server") if direction == records.C2S else ("server", "client")
+
+
+class Calls(Observer):
+    """What became of each request: answered, cancelled, left hanging, or cut off by the end of the recording."""
+
+    def call(self, call: Call, model: Model) -> Iterator[Finding]:
+        sender, receiver = _who(call.dir)
+        ex = call.exchange
+        if call.answered:
+            if call.cancel is not None and call.cancel[0] < (call.response_seq or 0):
+                yield about_call("response-after-cancel", "info", call,
+                                 f"the {receiver} answered after the {sender} cancelled it; the {sender} should ignore "
+                                 f"that answer", spec.CANCELLATION)
+            yield from self._progress(call)
+            return
+        if call.rejected_status is not None:
+            return  # refused at the HTTP level; the session rules speak about statuses
+        closed_stream = call.session.transport == STATELESS and ex is not None and ex.end == records.CLIENT_DISCONNECTED
+        if call.cancel is not None or closed_stream:
+            how = "closed the request's stream" if call.cancel is None else "sent notifications/cancelled"
+            yield about_call("cancelled-without-response", "info", call,
+                             f"the {sender} {how} and the {receiver} never answered: this is what the spec recommends, "
+                             f"not a hang", spec.CANCELLATION_2026 if closed_stream else spec.CANCELLATION)
+            if call.session.transport == STREAMABLE and ex is not None and ex.end in (None, records.PROXY_STOPPED):
+                yield about_call("dangling-stream", "warning", call,
+                                 "after the cancellation the request's SSE stream stayed open: the POST never completed "
+                                 "at the HTTP level", spec.CANCELLATION)
+            return
+        ended = self._ended(call)
+        if ended:
+            yield about_call("unanswered-request", "error", call,
+                             f"the {receiver} never answered this request, although {ended}",
+                             spec.STDIO_RESPONSE if call.session.transport == STDIO else spec.RESPONSE)
+        else:
+            yield about_call("capture-incomplete", "info", call,
+                             "still waiting for an answer when the recording ended", spec.CAPTURE)
+
+    @staticmethod
+    def _ended(call: Call) -> str | None:
+        session, ex = call.session, call.exchange
+        if session.dead or session.deleted:
+            return "its session ended"
+        if session.transport == STDIO:
+            return "the server process exited" if session.ended else None
+        if session.transport == LEGACY_SSE or call.dir == records.S2C:
+            return "the SSE channel closed" if session.ended else None
+        if ex is not None and ex.end not in (None, records.PROXY_STOPPED):
+            return f"its HTTP exchange ended ({ex.end})"
+        return None
+
+    @staticmethod
+    def _progress(call: Call) -> Iterator[Finding]:
+        values = [p[2] for p in call.progress if isinstance(p[2], (int, float))]
+        if any(b <= a for a, b in zip(values, values[1:])):
+            yield about_call("progress-not-increasing", "warning", call,
+                             f"progress values did not increase: {values[:10]}", spec.PROGRESS)
+
+
+class Messages(Observer):
+    """Messages that are not well-formed, answers nobody asked for, ids used twice, progress after the end."""
+
+    def record(self, seen: Seen, model: Model) -> Iterator[Finding]:
+        r = seen.record
+        for note, subject in seen.notes:
+            if note == "orphan-response":
+                yield about_record("orphan-response", "warning", seen,
+                                   f"an answer with id {subject.get('id')!r} that matches no request in flight",
+                                   spec.RESPONSE_ID, request_id=subject.get("id"))
+            elif note == "late-response":
+                yield about_call("duplicate-response", "warning", subject,
+                                 f"answered again (record {seen.seq}) after its final response", spec.RESPONSE_ID)
+            elif note == "duplicate-request":
+                yield about_call("duplicate-request-id", "error", subject,
+                                 f"the same id was sent again (record {seen.seq}) while this request was in flight",
+                                 spec.REQUEST_ID)
+            elif note == "progress-after-response":
+                yield about_call("progress-after-response", "warning", subject,
+                                 f"progress notification (record {seen.seq}) after the final response", spec.PROGRESS)
+        if r.get("problem") and self._protocol_channel(seen):
+            yield about_record("malformed-message", "error" if r["kind"] == records.STDIO_LINE else "warning", seen,
+                               f"{r['kind']}: {r['problem']}", spec.MALFORMED)
+
+    @staticmethod
+    def _protocol_channel(seen: Seen) -> bool:
+        """Records that must carry JSON-RPC: not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
+        kind = seen.record["kind"]
+        if kind == records.STDIO_LINE:
+            return True
+        ex = seen.exchange
+        if ex is None or seen.session is None:
+            return False
+        if kind == records.HTTP_RESPONSE:
+            return ex.status is not None and 200 <= ex.status < 300 and ex.status != 202
+        return kind in (records.HTTP_REQUEST, records.SSE_EVENT)
+
+
+_SESSION_GONE = re.compile(r"session.*(not found|expired|invalid|unknown|terminated|no longer)|"
+                           r"(unknown|invalid|expired|stale) session", re.IGNORECASE)
+
+
+class Sessions(Observer):
+    """The session lifecycle on Streamable HTTP: dead sessions, re-initialization, statuses, headers."""
+
+    def __init__(self) -> None:
+        self.reuse: dict[int, tuple[Session, list[tuple[int, float]]]] = {}
+        self.died_by_404: dict[int, tuple[Session, Seen]] = {}
+        self.initialize_after: list[float] = []  # times of initialize requests sent without a session id
+        self.wrong_status_reported: set[int] = set()
+
+    def record(self, seen: Seen, model: Model) -> Iterator[Finding]:
+        kind = seen.record["kind"]
+        ex = seen.exchange
+        if ex is None:
+            if kind == records.STDIO_LINE:
+                yield from self._stdio_order(seen)
+            return
+        if kind == records.HTTP_REQUEST:
+            yield from self._request(seen)
+        elif kind == records.HTTP_RESPONSE:
+            yield from self._response(seen)
+        elif kind == records.SSE_EVENT:
+            msg = seen.record.get("msg")
+            if (ex.is_get_stream and ex.last_event_id is None and seen.session is not None
+                    and seen.session.transport == STREAMABLE and isinstance(msg, dict)
+                    and jsonrpc.kind(msg) in ("response", "error")):
+                yield about_record("response-on-get-stream", "warning", seen,
+                                   f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed stream",
+                                   spec.GET_STREAM, request_id=msg.get("id"))
+
+    def _request(self, seen: Seen) -> Iterator[Finding]:
+        ex, r = seen.exchange, seen.record
+        msg = r.get("msg") if isinstance(r.get("msg"), dict) else {}
+        method = msg.get("method")
+        if method == "initialize" and not ex.sent_session:
+            self.initialize_after.append(seen.t)
+        session = seen.session
+        if session is not None and session.transport == STREAMABLE and ex.sent_session == session.label:
+            if session.dead is not None and ex.method in ("POST", "GET") and session.dead[0] != seen.seq:
+                self.reuse.setdefault(id(session), (session, []))[1].append((seen.seq, seen.t))
+            if session.initialized and session.version and session.version >= "2025-06-18":
+                sent = ex.version_header
+                if sent is None:
+                    yield about_record("protocol-version-mismatch", "warning", seen,
+                                       f"no MCP-Protocol-Version header; the session negotiated {session.version}",
+                                       spec.VERSION_HEADER, method, msg.get("id"), records.C2S)
+                elif sent != session.version:
+                    yield about_record("protocol-version-mismatch", "warning", seen,
+                                       f"MCP-Protocol-Version {sent} but the session negotiated {session.version}",
+                                       spec.VERSION_HEADER, method, msg.get("id"), records.C2S)
+        if session is not None and session.transport == STATELESS and method:
+            yield from self._headers_2026(seen, msg)
+
+    def _headers_2026(self, seen: Seen, msg: dict) -> Iterator[Finding]:
+        headers = seen.exchange.headers
+        problems = []
+        if (sent := http.get(headers, "mcp-method")) != msg.get("method"):
+            problems.append(f"Mcp-Method {sent!r} but the body says {msg.get('method')!r}")
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        if msg.get("method") in ("tools/call", "resources/read", "prompts/get"):
+            name = params.get("uri") if msg["method"] == "resources/read" else params.get("name")
+            if (sent := http.get(headers, "mcp-name")) != name:
+                problems.append(f"Mcp-Name {sent!r} but the body says {name!r}")
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        version = meta.get("io.modelcontextprotocol/protocolVersion")
+        if version is not None and version != seen.exchange.version_header:
+            problems.append(f"MCP-Protocol-Version {seen.exchange.version_header!r} but _meta says {version!r}")
+        for problem in problems:
+            yield about_record("header-mismatch", "error", seen, problem, spec.HEADERS_2026, msg.get("method"),
+                               msg.get("id"), records.C2S)
+
+    def _response(self, seen: Seen) -> Iterator[Finding]:
+        ex, r = seen.exchange, seen.record
+        status = r.get("status") or 0
+        session = seen.session
+        request = ex.msg if isinstance(ex.msg, dict) else {}
+        method, request_id = request.get("method"), request.get("id")
+        body = r.get("msg")
+        text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace")
+        if ex.sent_session and session is not None and session.transport == STREAMABLE:
+            if status == 404 and session.dead is None:
+                session.dead = (ex.seq, seen.t, 404)
+                self.died_by_404[id(session)] = (session, seen)
+            elif status in (400, 401, 410) and _SESSION_GONE.search(text):
+                if session.dead is None:
+                    session.dead = (ex.seq, seen.t, status)
+                if id(session) not in self.wrong_status_reported:
+                    self.wrong_status_reported.add(id(session))
+                    yield about_record("wrong-status-for-dead-session", "warning", seen,
+                                       f"the server answered a dead or unknown session with {status} "
+                                       f"({text.strip()[:80]!r}) instead of 404; clients only re-initialize on 404",
+                                       spec.SESSION_404, method, request_id, records.C2S)
+            elif ex.method == "DELETE" and 200 <= status < 300:
+                session.deleted = True
+                session.dead = session.dead or (ex.seq, seen.t, status)
+        if status in (401, 403) and not _SESSION_GONE.search(text):
+            yield about_record("auth-rejected", "info", seen, f"the server refused the request's credentials ({status})",
+                               spec.AUTH, method, request_id, records.C2S)
+        if (status == 202 and jsonrpc.kind(request) == "request" and session is not None
+                and session.transport in (STREAMABLE, STATELESS)):
+            yield about_record("status-202-for-request", "error", seen,
+                               f"202 Accepted answered the request {method} #{request_id}: it will never get a response",
+                               spec.ACCEPTED_202, method, request_id, records.C2S)
+        if (status == 400 and not ex.sent_session and method not in (None, "initialize")
+                and (ex.version_header or "2025") in _HANDSHAKE and "session" in text.lower()):
+            yield about_record("missing-session-id", "error", seen,
+                               f"{method} was sent without MCP-Session-Id and refused ({text.strip()[:80]!r})",
+                               spec.SESSION_HEADER, method, request_id, records.C2S)
+
+    def _stdio_order(self, seen: Seen) -> Iterator[Finding]:
+        msg = seen.record.get("msg")
+        session = seen.session
+        if (isinstance(msg, dict) and seen.record.get("dir") == records.C2S and jsonrpc.kind(msg) == "request"
+                and session is not None and not session.initialized
+                and msg.get("method") not in ("initialize", "ping", "server/discover")
+                and not (session.version or "").startswith("2026")):
+            yield about_record("request-before-initialize", "warning", seen,
+                               f"{msg.get('method')} sent before the server answered initialize",
+                               spec.INITIALIZE_FIRST, msg.get("method"), msg.get("id"))
+
+    def finish(self, model: Model) -> Iterator[Finding]:
+        for session, uses in self.reuse.values():
+            first, last = uses[0], uses[-1]
+            dead_seq, _, status = session.dead
+            yield Finding("dead-session-reuse", "error", session.tape, session.label, records.C2S, None, None,
+                          f"{len(uses)} request(s) still carried session {session.label} after the server declared it "
+                          f"dead ({status} at record {dead_seq}), over {last[1] - first[1]:.1f}s",
+                          spec.REINITIALIZE if status == 404 else spec.SESSION_404, first[0], first[1])
+        for session, seen in self.died_by_404.values():
+            later = [u for u in self.reuse.get(id(session), (None, []))[1] if u[1] >= seen.t]
+            if later and not any(t >= seen.t for t in self.initialize_after):
+                yield Finding("no-reinitialize", "error", session.tape, session.label, records.C2S, None, None,
+                              f"after 404 for session {session.label} (record {seen.seq}) the client sent "
+                              f"{len(later)} more request(s) but never a new initialize without a session id",
+                              spec.REINITIALIZE, seen.seq, seen.t)
+
+
+_HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2025")
+
+
+def _text(body: Any) -> str:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return str(error.get("message", ""))
+    return ""
+
+
+_ID_KEY = re.compile(r"(^|_)id$|Id$|ID$")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_NOT_FOUND = re.compile(r"not found|unknown|no such|expired|does not exist", re.IGNORECASE)
+
+
+class DeadIds(Observer):
+    """Seed 002: a thread or conversation id handed out by the server in one session, sent again in a later
+    session (or tape) and refused as not found: the id died with the session or process that issued it."""
+
+    def __init__(self) -> None:
+        self.issued: dict[str, tuple[str, str, int]] = {}  # value -> (tape, session label, record)
+
+    def call(self, call: Call, model: Model) -> Iterator[Finding]:
+        if call.dir != records.C2S or call.method != "tools/call" or not isinstance(call.response, dict):
+            return
+        result = call.response.get("result")
+        refused = "error" in call.response or (isinstance(result, dict) and result.get("isError"))
+        if refused and _NOT_FOUND.search(_all_text(call.response)):
+            params = call.request.get("params")
+            for value in _strings(params.get("arguments") if isinstance(params, dict) else None):
+                origin = self.issued.get(value)
+                if origin and (origin[0], origin[1]) != (call.tape, call.session.label):
+                    yield about_call("dead-id-reuse", "warning", call,
+                                     f"{value!r} was issued in session {origin[1]} (tape {origin[0]}, record "
+                                     f"{origin[2]}) and refused as not found here: it died with that session",
+                                     spec.DEAD_ID)
+                    return
+        elif isinstance(result, dict):
+            for value in _issued_ids(result):
+                self.issued.setdefault(value, (call.tape, call.session.label, call.response_seq))
+
+
+def _issued_ids(result: dict) -> Iterator[str]:
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict):
+        for key, value in structured.items():
+            if isinstance(value, str) and _ID_KEY.search(key):
+                yield value
+    for item in result.get("content") or []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            yield from _UUID.findall(item["text"])
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _all_text(value: Any) -> str:
+    return " ".join(_strings(value))
+
+
+def all_rules() -> list[Observer]:
+    return [Calls(), Messages(), Sessions(), DeadIds()]

@@ -1,0 +1,43 @@
+"""The spec clause each finding rests on, quoted from the MCP specification (2025-11-25 unless the rule is about
+another revision; reference/mcp-wire.md has the per-revision wording)."""
+
+CANCELLATION = ('2025-11-25 Utilities › Cancellation › Behavior Requirements: receivers SHOULD "Not send a response '
+                'for the cancelled request"; "The sender of the cancellation notification SHOULD ignore any response '
+                'to the request that arrives afterward"')
+CANCELLATION_2026 = ('2026-07-28 Transports › Streamable HTTP › Cancellation: "Closing the SSE response stream MUST be '
+                     'treated by the server as cancellation of that request"; servers SHOULD "Not send a response '
+                     'for the cancelled request"')
+SESSION_404 = ('2025-11-25 Transports › Streamable HTTP › Session Management: "The server MAY terminate the session at '
+               'any time, after which it MUST respond to requests containing that session ID with HTTP 404 Not Found"')
+REINITIALIZE = ('2025-11-25 Transports › Streamable HTTP › Session Management: "When a client receives HTTP 404 in '
+                'response to a request containing an MCP-Session-Id, it MUST start a new session by sending a new '
+                'InitializeRequest without a session ID attached"')
+RESPONSE = ('2025-11-25 Basic › Messages › Responses: "Responses are sent in reply to requests"; Transports › '
+            'Streamable HTTP: "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request '
+            'sent in the POST body"')
+STDIO_RESPONSE = '2025-11-25 Basic › Messages › Requests / Responses: every request gets a response with the same id'
+REQUEST_ID = ('2025-11-25 Basic › Messages › Requests: "The request ID MUST NOT have been previously used by the '
+              'requestor within the same session"')
+RESPONSE_ID = '2025-11-25 Basic › Messages › Responses: "Responses MUST include the same ID as the request they correspond to"'
+PROGRESS = ('2025-11-25 Utilities › Progress: "The progress value MUST increase with each notification"; "Progress '
+            'notifications MUST stop after completion"')
+INITIALIZE_FIRST = ('2025-11-25 Basic › Lifecycle › Initialization: "The client SHOULD NOT send requests other than '
+                    'pings before the server has responded to the initialize request"')
+SESSION_HEADER = ('2025-11-25 Transports › Streamable HTTP › Session Management: clients "MUST include it in the '
+                  'MCP-Session-Id header on all of their subsequent HTTP requests"')
+VERSION_HEADER = ('2025-11-25 Transports › Streamable HTTP › Protocol Version Header: "the client MUST include the '
+                  'MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests"')
+MALFORMED = ('2025-11-25 Basic › Messages: JSON-RPC 2.0 messages; Transports › stdio: "The server MUST NOT write '
+             'anything to its stdout that is not a valid MCP message"')
+ACCEPTED_202 = ('2025-11-25 Transports › Streamable HTTP › Sending Messages to the Server: "If the input is a JSON-RPC '
+                'request, the server MUST either return Content-Type: text/event-stream … or Content-Type: '
+                'application/json"; 202 Accepted is for notifications and responses')
+GET_STREAM = ('2025-11-25 Transports › Streamable HTTP › Listening for Messages from the Server: "The server MUST NOT '
+              'send a JSON-RPC response on the stream unless resuming a stream associated with a previous client '
+              'request"')
+HEADERS_2026 = ('2026-07-28 Transports › Streamable HTTP › Standard headers: servers MUST validate that Mcp-Method and '
+                'Mcp-Name match the body, and MCP-Protocol-Version MUST equal _meta["io.modelcontextprotocol/protocolVersion"]')
+AUTH = '2025-11-25 Basic › Authorization: a 401 or 403 means the request\'s credentials were refused'
+DEAD_ID = ('An identifier issued by a server lives as long as the server keeps it; reusing one that died with an '
+           'earlier session or process gets "not found" (seed 002)')
+CAPTURE = 'not a protocol rule: the recording does not show how this ended'

@@ -1,0 +1,390 @@
+"""The analysis model: a tape's records read as sessions -> exchanges -> calls.
+
+It is built in one pass, record by record, so a tape of any length is analysed in flat memory: an exchange is
+kept while it is open, a call while it is unsettled. Whoever reads the model (check, diff, show) subscribes to
+what it settles: `Observer.record` sees every record with the model's view of it, `Observer.call` every call once
+it is settled (answered, or at the end of the history).
+
+Correlation follows the protocol, not the transport: a response belongs to the request with the same id sent the
+other way in the same session (both sides issue requests with their own id spaces), wherever it arrived: on the
+POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or out of order on stdio.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from .tape import records
+from .wire import http, jsonrpc
+
+# How a session reached us. The rules each transport obeys differ (reference/mcp-wire.md section 1).
+STDIO = "stdio"
+LEGACY_SSE = "http+sse"  # 2024-11-05
+STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
+STATELESS = "stateless-http"  # 2026-07-28
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+@dataclass
+class Session:
+    label: str  # the session id as recorded, or a stable label where the transport has none
+    tape: str
+    transport: str
+    version: str | None = None  # negotiated: initialize's answer, or the 2026 header
+    initialized: bool = False
+    dead: tuple[int, float, int] | None = None  # (seq, t, status) where the server declared it gone
+    deleted: bool = False
+    ended: bool = False  # stdio server exited, legacy channel closed
+
+
+@dataclass
+class Exchange:
+    """One HTTP request and what came back, while it is open."""
+
+    tape: str
+    number: int
+    seq: int
+    t: float
+    method: str
+    path: str
+    conn: int | None
+    session: Session | None
+    sent_session: str | None  # the Mcp-Session-Id the client put on it
+    version_header: str | None
+    headers: list
+    msg: Any = None
+    status: int | None = None
+    response_session: str | None = None
+    response_msg: Any = None
+    event_stream: bool = False
+    last_event_id: str | None = None
+    end: str | None = None
+    end_t: float | None = None
+    injected: bool = False
+    calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
+
+    @property
+    def is_get_stream(self) -> bool:
+        return self.method == "GET" and self.event_stream
+
+
+@dataclass
+class Call:
+    """A JSON-RPC request and everything that happened to it."""
+
+    tape: str
+    session: Session
+    dir: str  # who sent the request: c2s (client request) or s2c (server request)
+    id: Any
+    method: str
+    request: dict
+    seq: int
+    t: float
+    exchange: Exchange | None = None  # the HTTP exchange that carried the request
+    response: dict | None = None
+    response_seq: int | None = None
+    response_t: float | None = None
+    response_exchange: int | None = None
+    responses_after: list[tuple[int, float]] = field(default_factory=list)  # duplicates
+    progress: list[tuple[int, float, Any]] = field(default_factory=list)
+    progress_after_response: list[int] = field(default_factory=list)
+    cancel: tuple[int, float, Any] | None = None
+    injected: bool = False
+
+    @property
+    def answered(self) -> bool:
+        return self.response is not None
+
+    @property
+    def rejected_status(self) -> int | None:
+        """An HTTP error status that refused the request outright (no JSON-RPC answer follows)."""
+        ex = self.exchange
+        if ex is not None and ex.status is not None and ex.status >= 400 and self.dir == records.C2S:
+            return ex.status
+        return None
+
+
+@dataclass
+class Seen:
+    """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
+    the model noticed on it: ("duplicate-request", earlier Call), ("orphan-response", msg), ("late-response", Call),
+    ("progress-after-response", Call)."""
+
+    tape: str
+    seq: int
+    record: dict
+    session: Session | None = None
+    exchange: Exchange | None = None
+    notes: list[tuple[str, Any]] = field(default_factory=list)
+
+    @property
+    def t(self) -> float:
+        return self.record.get("t", 0.0)
+
+
+class Observer:
+    """Override what you need. Findings or anything else come back as iterables."""
+
+    def record(self, seen: Seen, model: Model) -> Iterable[Any]:
+        return ()
+
+    def call(self, call: Call, model: Model) -> Iterable[Any]:
+        return ()
+
+    def finish(self, model: Model) -> Iterable[Any]:
+        return ()
+
+
+class Model:
+    def __init__(self, observers: list[Observer]) -> None:
+        self.observers = observers
+        self.tape = ""
+        self.truncated: dict[str, str] = {}
+        self.sessions: dict[tuple[str, str], Session] = {}
+        self._exchanges: dict[int, Exchange] = {}
+        self._calls: dict[tuple[int, str, Any], Call] = {}  # (id(session), dir, id) -> open call
+        self._progress_tokens: dict[tuple[int, Any], Call] = {}
+        # Recently settled calls, to recognise a late answer or late progress; bounded, so memory stays flat.
+        self._settled = _Recent(4096)
+        self._settled_tokens = _Recent(4096)
+        self._run = 0  # capture.start count within the tape: each stdio run is a new session
+        self._legacy_paths: dict[str, Session] = {}
+
+    # -- feeding ---------------------------------------------------------------------------------------------------
+
+    def feed_tape(self, name: str, items: Iterable[dict]) -> Iterator[Any]:
+        self.tape = name
+        self._run = 0
+        self._exchanges = {}
+        for seq, record in enumerate(items):
+            yield from self.feed(seq, record)
+
+    def feed(self, seq: int, record: dict) -> Iterator[Any]:
+        seen = Seen(self.tape, seq, record)
+        kind = record.get("kind")
+        settled: list[Call] = []
+        if kind == records.CAPTURE_START:
+            self._run += 1
+        elif kind == records.HTTP_REQUEST:
+            self._http_request(seen, settled)
+        elif kind in (records.HTTP_RESPONSE, records.SSE_EVENT):
+            self._http_message(seen, settled)
+        elif kind == records.END:
+            self._http_end(seen)
+        elif kind in (records.STDIO_LINE, records.STDIO_STDERR, records.STDIO_EXIT):
+            self._stdio(seen, settled)
+        for observer in self.observers:
+            yield from observer.record(seen, self)
+        for call in settled:
+            yield from self._settle(call)
+
+    def finish(self) -> Iterator[Any]:
+        for call in list(self._calls.values()):
+            yield from self._settle(call)
+        for observer in self.observers:
+            yield from observer.finish(self)
+
+    def _settle(self, call: Call) -> Iterator[Any]:
+        key = (id(call.session), call.dir, _key(call.id))
+        if self._calls.get(key) is call:
+            del self._calls[key]
+        self._settled[key] = call
+        token = _progress_token(call.request)
+        if token is not None:
+            token_key = (id(call.session), _key(token))
+            if self._progress_tokens.get(token_key) is call:
+                del self._progress_tokens[token_key]
+            self._settled_tokens[token_key] = call
+        for observer in self.observers:
+            yield from observer.call(call, self)
+
+    # -- sessions --------------------------------------------------------------------------------------------------
+
+    def session(self, label: str, transport: str) -> Session:
+        key = (self.tape if transport == STDIO else "", label)
+        found = self.sessions.get(key)
+        if found is None:
+            found = self.sessions[key] = Session(label, self.tape, transport)
+        return found
+
+    def _http_request(self, seen: Seen, settled: list[Call]) -> None:
+        r = seen.record
+        headers = r.get("headers") or []
+        version = r.get("protocol_version")
+        session: Session | None = None
+        if r.get("path") in self._legacy_paths and r.get("session"):
+            session = self.session(r["session"], LEGACY_SSE)
+        elif r.get("session"):
+            session = self.session(r["session"], STREAMABLE)
+        elif version and version not in HANDSHAKE_VERSIONS:
+            session = self.session(f"stateless:{self.tape}:conn{r.get('conn')}", STATELESS)
+            session.version = version
+        ex = Exchange(self.tape, r.get("exchange"), seen.seq, r.get("t", 0.0), r.get("method", ""), r.get("path", ""),
+                      r.get("conn"), session, r.get("session"), version, headers, r.get("msg"),
+                      last_event_id=http.get(headers, http.LAST_EVENT_ID), injected=bool(r.get("injected")))
+        self._exchanges[ex.number] = ex
+        seen.exchange, seen.session = ex, session
+        if session is not None and "msg" in r:
+            ex.calls_known = True
+            self._messages(seen, session, records.C2S, r["msg"], ex, settled)
+
+    def _http_message(self, seen: Seen, settled: list[Call]) -> None:
+        r = seen.record
+        ex = self._exchanges.get(r.get("exchange"))
+        if ex is None:
+            return
+        seen.exchange = ex
+        if r["kind"] == records.HTTP_RESPONSE:
+            ex.status = r.get("status")
+            ex.event_stream = http.media_type(http.get(r.get("headers") or [], "content-type")) == http.SSE
+            ex.response_msg = r.get("msg")
+            if ex.session is None and r.get("session") and ex.status is not None and ex.status < 400:
+                # the answer to initialize names the session it opened (ignore ids on error answers: the SDK
+                # mints a throw-away one on its 400)
+                ex.session = self.session(r["session"], STREAMABLE)
+            ex.response_session = r.get("session")
+            if ex.session is None and ex.msg is not None and ex.status is not None and ex.status < 400:
+                # no session at all: a stateless server answering a handshake-era client
+                ex.session = self.session(f"sessionless:{self.tape}:conn{ex.conn}", STREAMABLE)
+            if ex.session is not None and ex.msg is not None and not ex.calls_known:
+                # the request that opened the session (initialize) is read now that its session is known
+                ex.calls_known = True
+                request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, ex.session, ex)
+                self._messages(request, ex.session, records.C2S, ex.msg, ex, settled)
+        elif r.get("event") == "endpoint" and r.get("data"):
+            ex.session = self.session(r.get("session") or f"sse:{self.tape}:{ex.number}", LEGACY_SSE)
+            self._legacy_paths[urlsplit(r["data"]).path] = ex.session
+        seen.session = ex.session
+        if "msg" in r and ex.session is not None:
+            self._messages(seen, ex.session, records.S2C, r["msg"], ex, settled)
+
+    def _http_end(self, seen: Seen) -> None:
+        r = seen.record
+        ex = self._exchanges.pop(r.get("exchange"), None)
+        if ex is None:
+            return
+        ex.end, ex.end_t = r.get("reason"), r.get("t")
+        seen.exchange, seen.session = ex, ex.session
+        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.is_get_stream:
+            ex.session.ended = True
+
+    def _stdio(self, seen: Seen, settled: list[Call]) -> None:
+        session = self.session(f"stdio:{self.tape}#{self._run or 1}", STDIO)
+        seen.session = session
+        r = seen.record
+        if r["kind"] == records.STDIO_EXIT:
+            session.ended = True
+        elif "msg" in r:
+            self._messages(seen, session, r.get("dir", records.C2S), r["msg"], None, settled)
+
+    # -- messages --------------------------------------------------------------------------------------------------
+
+    def _messages(self, seen: Seen, session: Session, direction: str, body: Any, ex: Exchange | None,
+                  settled: list[Call]) -> None:
+        for msg in jsonrpc.messages(body):
+            kind = jsonrpc.kind(msg)
+            if kind == "request":
+                self._request(seen, session, direction, msg, ex)
+            elif kind in ("response", "error"):
+                self._response(seen, session, direction, msg, ex, settled)
+            elif kind == "notification":
+                self._notification(seen, session, direction, msg, settled)
+
+    def _request(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None) -> None:
+        call = Call(self.tape, session, direction, msg.get("id"), str(msg.get("method")), msg, seen.seq,
+                    seen.t, ex, injected=bool(seen.record.get("injected")))
+        key = (id(session), direction, _key(call.id))
+        if (version := _modern_version(msg)) is not None:
+            session.version = version
+        earlier = self._calls.get(key)
+        if earlier is None and not (session.version or "").startswith("2026"):
+            # before 2026-07-28 an id may never be used twice in a session; since then, not while in flight
+            earlier = self._settled.get(key)
+        if earlier is not None:
+            seen.notes.append(("duplicate-request", earlier))
+        self._calls[key] = call
+        token = _progress_token(msg)
+        if token is not None:
+            self._progress_tokens[(id(session), _key(token))] = call
+        if call.method == "initialize":
+            session.initialized = False
+
+    def _response(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None,
+                  settled: list[Call]) -> None:
+        asked = records.C2S if direction == records.S2C else records.S2C
+        key = (id(session), asked, _key(msg.get("id")))
+        call = self._calls.get(key)
+        if call is None and msg.get("id") is None and ex is not None and asked == records.C2S:
+            # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers the
+            # request its HTTP exchange carried
+            call = next((c for c in self._calls.values() if c.exchange is ex), None)
+        t = seen.t
+        if call is None:
+            late = self._settled.get(key)
+            if late is not None:
+                late.responses_after.append((seen.seq, t))
+                seen.notes.append(("late-response", late))
+            else:
+                seen.notes.append(("orphan-response", msg))
+            return
+        call.response, call.response_seq, call.response_t = msg, seen.seq, t
+        call.response_exchange = ex.number if ex is not None else None
+        if call.method == "initialize" and "result" in msg:
+            session.initialized = True
+            version = msg["result"].get("protocolVersion") if isinstance(msg["result"], dict) else None
+            session.version = version or session.version
+        settled.append(call)
+
+    def _notification(self, seen: Seen, session: Session, direction: str, msg: dict, settled: list[Call]) -> None:
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        t = seen.t
+        if msg.get("method") == "notifications/cancelled":
+            call = self._calls.get((id(session), direction, _key(params.get("requestId"))))
+            if call is not None and call.cancel is None:
+                call.cancel = (seen.seq, t, params.get("reason"))
+        elif msg.get("method") == "notifications/progress":
+            token = _key(params.get("progressToken"))
+            call = self._progress_tokens.get((id(session), token))
+            if call is not None:
+                call.progress.append((seen.seq, t, params.get("progress")))
+            elif (late := self._settled_tokens.get((id(session), token))) is not None:
+                late.progress_after_response.append(seen.seq)
+                seen.notes.append(("progress-after-response", late))
+
+    def open_calls(self) -> Iterator[Call]:
+        return iter(self._calls.values())
+
+
+class _Recent(OrderedDict):
+    """A dict that forgets its oldest entries beyond `size`."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
+def _key(value: Any) -> Any:
+    """Ids compare as JSON values: 1 and "1" are different ids, True is not 1."""
+    return (type(value).__name__, value) if not isinstance(value, (dict, list)) else (type(value).__name__, repr(value))
+
+
+def _modern_version(msg: dict) -> str | None:
+    """The 2026-07-28 era puts the protocol version on every request, in _meta."""
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+
+
+def _progress_token(msg: dict) -> Any:
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
