@@ -76,10 +76,8 @@ def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
     tape = tmp_path / "cancel.mcptape"
     client = RawClient(wrapped(tape, *DEMO))
     client.handshake()
-    client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 2}}})
-    time.sleep(0.3)
-    client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "user"}})
-    time.sleep(2.5)
+    client.cancel_in_flight(2)
+    time.sleep(2.5)  # longer than the call would have taken
     client.close()
     report = check(tape)
     assert rules(report) == ["cancelled-without-response"]
@@ -246,9 +244,8 @@ def test_formats_thresholds_truncation_and_unreadable_input(tmp_path):
     tape = tmp_path / "cancel.mcptape"
     client = RawClient(wrapped(tape, *DEMO))
     client.handshake()
-    client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 1}}})
-    client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
-    time.sleep(1.3)
+    client.cancel_in_flight(2)
+    time.sleep(0.5)
     client.close()
     text = run_mcptape("check", str(tape))
     assert text.returncode == 0 and "cancelled-without-response" in text.stdout and "spec:" in text.stdout
