@@ -311,6 +311,51 @@ def check(tapes, fmt, fail_on):
         raise SystemExit(1)
 
 
+@main.command(name="diff")
+@click.argument("tape_a", type=click.Path(dir_okay=False))
+@click.argument("tape_b", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--ignore", multiple=True, metavar="POINTER",
+              help="Also ignore this part of every message (JSON pointer, e.g. /result/content/0/text).")
+def diff_(tape_a, tape_b, fmt, ignore):
+    """Compare two tapes in protocol terms: calls answered in one only, changed results, errors and statuses,
+    calls only in one tape, findings new in B. Ids, session ids, progress tokens and times are never compared.
+
+    \b
+    Examples:
+      mcptape diff before.mcptape after.mcptape
+      mcptape diff a.mcptape b.mcptape --ignore /result/structuredContent/now --format json
+    """
+    from .check.diff import diff
+    from .tape import json_form
+
+    try:
+        differences = diff(tape_a, tape_b, list(ignore))
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    counts: dict[str, int] = {}
+    for d in differences:
+        counts[d.kind] = counts.get(d.kind, 0) + 1
+    if fmt == "json":
+        click.echo(json_form.dumps({"differences": [d.to_json() for d in differences],
+                                    "summary": {"differences": len(differences), "kinds": counts}}, indent=1))
+    else:
+        for d in differences:
+            where = f" at {d.path}" if d.path else ""
+            change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
+            click.echo(f"{d.kind:20} {d.call}{where}{change}")
+        click.echo(f"{len(differences)} difference(s)" if differences else "no differences")
+    if differences:
+        raise SystemExit(1)
+
+
+def _short(value, width: int = 60) -> str:
+    from .tape import json_form
+
+    text = value if isinstance(value, str) else json_form.dumps(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 @main.command(name="import")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, metavar="FILE", help="The tape to write.")

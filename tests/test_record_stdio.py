@@ -196,3 +196,16 @@ def test_the_stdio_path_does_not_import_mitmproxy(tmp_path):
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert "mcptape.capture.stdio" in imported
     assert not any(name.startswith(("mitmproxy", "asyncio", "deepdiff")) for name in imported)
+
+
+def test_the_tape_is_causal_an_answer_is_never_recorded_before_what_it_answers(tmp_path):
+    """The client sends the next ping only after it has the last answer: the tape must alternate exactly."""
+    tape = tmp_path / "pingpong.mcptape"
+    client = RawClient(wrapped(tape, *DEMO))
+    client.handshake()
+    for i in range(50):
+        client.send({"jsonrpc": "2.0", "id": 100 + i, "method": "ping"})
+        assert client.receive()["id"] == 100 + i
+    client.close()
+    directions = [r["dir"] for r in read(tape).records if r["kind"] == "stdio.line"]
+    assert directions == ["c2s", "s2c", "c2s"] + ["c2s", "s2c"] * 50

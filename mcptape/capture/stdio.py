@@ -1,8 +1,8 @@
 """Record a stdio MCP server by standing in for it: `mcptape record -o tape -- CMD ARGS`.
 
 The client launches us instead of the server; we launch the server and relay its stdin, stdout and stderr
-byte for byte, each chunk forwarded the moment it is read (no added buffering), while complete lines are recorded
-with their direction and time. We write nothing of our own to stdout, forward signals, and exit as the server did.
+byte for byte, each chunk forwarded as soon as its complete lines are on tape (no added buffering: a partial line
+goes straight through). We write nothing of our own to stdout, forward signals, and exit as the server did.
 
 Threads, not asyncio: three blocking pipes and a child process are what threads are simplest at, and this path
 must start fast (it imports neither mitmproxy nor asyncio machinery).
@@ -70,17 +70,19 @@ class StdioRecorder:
         return returncode
 
     def _pump(self, src: int, dst: int, direction: str, at_eof: Callable[[], None] | None) -> None:
-        """Forward every chunk at once; record each complete line. A dead reader does not stop the recording."""
+        """Record each complete line, then forward the chunk at once. Recording first keeps the tape causal: the
+        peer cannot answer a line before it is on tape, so the other direction's pump cannot record the answer
+        first. A chunk without a newline is forwarded straight away. A dead reader does not stop the recording."""
         pending = b""
         dst_alive = True
         while chunk := _read(src):
-            if dst_alive:
-                dst_alive = _write_all(dst, chunk)
             pending += chunk
             if b"\n" in chunk:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     self.record(lambda t, line=line: records.stdio_line(t, direction, line))
+            if dst_alive:
+                dst_alive = _write_all(dst, chunk)
         if pending:
             self.record(lambda t: records.stdio_line(t, direction, pending, partial=True))
         if at_eof is not None:
@@ -92,12 +94,12 @@ class StdioRecorder:
     def _pump_stderr(self, src: int) -> None:
         pending = b""
         while chunk := _read(src):
-            _write_all(2, chunk)
             pending += chunk
             if b"\n" in chunk:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     self.record(lambda t, line=line: records.stdio_stderr(t, line))
+            _write_all(2, chunk)
         if pending:
             self.record(lambda t: records.stdio_stderr(t, pending))
 
