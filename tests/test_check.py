@@ -87,13 +87,15 @@ def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
     assert finding["dir"] == "c2s" and finding["session"].startswith("stdio")
 
 
+SILENT = ("import sys, json\nfor line in sys.stdin:\n    m = json.loads(line)\n"
+          "    if m.get('method') == 'initialize':\n"
+          "        print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':{'protocolVersion':'2025-11-25',"
+          "'capabilities':{},'serverInfo':{'name':'x','version':'0'}}}), flush=True)\n")
+
+
 def test_a_never_answered_stdio_request_is_an_error(tmp_path):
     tape = tmp_path / "hang.mcptape"
-    server = ("import sys, json\nfor line in sys.stdin:\n    m = json.loads(line)\n"
-              "    if m.get('method') == 'initialize':\n"
-              "        print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':{'protocolVersion':'2025-11-25',"
-              "'capabilities':{},'serverInfo':{'name':'x','version':'0'}}}), flush=True)\n")
-    client = RawClient(wrapped(tape, sys.executable, "-c", server))
+    client = RawClient(wrapped(tape, sys.executable, "-c", SILENT))
     client.handshake()
     client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}})
     client.close()
