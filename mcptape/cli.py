@@ -271,7 +271,7 @@ def show(tape, fmt):
     if fmt == "json":
         click.echo(json_form.dumps(json_form.document(reader.header, reader), indent=1))
     else:
-        lines = json_form.lines(reader.header, reader) if fmt == "jsonl" else timeline(reader)
+        lines = json_form.lines(reader.header, reader) if fmt == "jsonl" else timeline(reader.path, reader)
         for line in lines:
             click.echo(line)
     if reader.truncated:

@@ -41,7 +41,7 @@ class Session:
     ended: bool = False  # stdio server exited, legacy channel closed
 
 
-@dataclass
+@dataclass(slots=True)
 class Exchange:
     """One HTTP request and what came back, while it is open."""
 
@@ -72,7 +72,7 @@ class Exchange:
         return self.method == "GET" and self.event_stream
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """A JSON-RPC request and everything that happened to it."""
 
@@ -108,7 +108,7 @@ class Call:
         return None
 
 
-@dataclass
+@dataclass(slots=True)
 class Seen:
     """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
     the model noticed on it: ("duplicate-request", earlier Call), ("orphan-response", msg), ("late-response", Call),
@@ -119,18 +119,22 @@ class Seen:
     record: dict
     session: Session | None = None
     exchange: Exchange | None = None
-    notes: list[tuple[str, Any]] = field(default_factory=list)
+    notes: tuple[tuple[str, Any], ...] = ()
 
     @property
     def t(self) -> float:
         return self.record.get("t", 0.0)
 
+    def note(self, what: str, subject: Any) -> None:
+        self.notes += ((what, subject),)
+
 
 class Observer:
-    """Override what you need. Findings or anything else come back as iterables."""
+    """Override what you need. Findings or anything else come back as iterables; `record` runs for every record
+    of every tape, so it returns None fast when a record is not its business."""
 
-    def record(self, seen: Seen, model: Model) -> Iterable[Any]:
-        return ()
+    def record(self, seen: Seen, model: Model) -> Iterable[Any] | None:
+        return None
 
     def call(self, call: Call, model: Model) -> Iterable[Any]:
         return ()
@@ -153,6 +157,15 @@ class Model:
         self._settled_tokens = _Recent(4096)
         self._run = 0  # capture.start count within the tape: each stdio run is a new session
         self._legacy_paths: dict[str, Session] = {}
+        # the hot loop: dispatch by kind, and ask only the observers that look at records
+        self._handlers = {
+            records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
+            records.HTTP_RESPONSE: self._http_message, records.SSE_EVENT: self._http_message,
+            records.END: self._http_end, records.STDIO_LINE: self._stdio, records.STDIO_STDERR: self._stdio,
+            records.STDIO_EXIT: self._stdio,
+        }
+        self._record_observers = [o for o in observers if type(o).record is not Observer.record]
+        self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
 
     # -- feeding ---------------------------------------------------------------------------------------------------
 
@@ -160,27 +173,33 @@ class Model:
         self.tape = name
         self._run = 0
         self._exchanges = {}
+        feed = self.feed
         for seq, record in enumerate(items):
-            yield from self.feed(seq, record)
+            found = feed(seq, record)
+            if found:
+                yield from found
 
-    def feed(self, seq: int, record: dict) -> Iterator[Any]:
+    def feed(self, seq: int, record: dict) -> list[Any] | tuple:
+        """What the observers make of one record (usually nothing)."""
         seen = Seen(self.tape, seq, record)
-        kind = record.get("kind")
-        settled: list[Call] = []
-        if kind == records.CAPTURE_START:
-            self._run += 1
-        elif kind == records.HTTP_REQUEST:
-            self._http_request(seen, settled)
-        elif kind in (records.HTTP_RESPONSE, records.SSE_EVENT):
-            self._http_message(seen, settled)
-        elif kind == records.END:
-            self._http_end(seen)
-        elif kind in (records.STDIO_LINE, records.STDIO_STDERR, records.STDIO_EXIT):
-            self._stdio(seen, settled)
-        for observer in self.observers:
-            yield from observer.record(seen, self)
-        for call in settled:
-            yield from self._settle(call)
+        settled = self._settled_now
+        handler = self._handlers.get(record.get("kind"))
+        if handler is not None:
+            handler(seen, settled)
+        out: list[Any] | tuple = ()
+        for observer in self._record_observers:
+            found = observer.record(seen, self)
+            if found:
+                out = [*out, *found]
+        if settled:
+            out = list(out)
+            for call in settled:
+                out.extend(self._settle(call))
+            settled.clear()
+        return out
+
+    def _capture_start(self, seen: Seen, settled: list[Call]) -> None:
+        self._run += 1
 
     def finish(self) -> Iterator[Any]:
         for call in list(self._calls.values()):
@@ -192,13 +211,13 @@ class Model:
         key = (id(call.session), call.dir, _key(call.id))
         if self._calls.get(key) is call:
             del self._calls[key]
-        self._settled[key] = call
+        self._settled.remember(key, call)
         token = _progress_token(call.request)
         if token is not None:
             token_key = (id(call.session), _key(token))
             if self._progress_tokens.get(token_key) is call:
                 del self._progress_tokens[token_key]
-            self._settled_tokens[token_key] = call
+            self._settled_tokens.remember(token_key, call)
         for observer in self.observers:
             yield from observer.call(call, self)
 
@@ -262,7 +281,7 @@ class Model:
         if "msg" in r and ex.session is not None:
             self._messages(seen, ex.session, records.S2C, r["msg"], ex, settled)
 
-    def _http_end(self, seen: Seen) -> None:
+    def _http_end(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
         ex = self._exchanges.pop(r.get("exchange"), None)
         if ex is None:
@@ -305,7 +324,7 @@ class Model:
             # before 2026-07-28 an id may never be used twice in a session; since then, not while in flight
             earlier = self._settled.get(key)
         if earlier is not None:
-            seen.notes.append(("duplicate-request", earlier))
+            seen.note("duplicate-request", earlier)
         self._calls[key] = call
         token = _progress_token(msg)
         if token is not None:
@@ -327,9 +346,9 @@ class Model:
             late = self._settled.get(key)
             if late is not None:
                 late.responses_after.append((seen.seq, t))
-                seen.notes.append(("late-response", late))
+                seen.note("late-response", late)
             else:
-                seen.notes.append(("orphan-response", msg))
+                seen.note("orphan-response", msg)
             return
         call.response, call.response_seq, call.response_t = msg, seen.seq, t
         call.response_exchange = ex.number if ex is not None else None
@@ -353,7 +372,7 @@ class Model:
                 call.progress.append((seen.seq, t, params.get("progress")))
             elif (late := self._settled_tokens.get((id(session), token))) is not None:
                 late.progress_after_response.append(seen.seq)
-                seen.notes.append(("progress-after-response", late))
+                seen.note("progress-after-response", late)
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())
@@ -366,15 +385,17 @@ class _Recent(OrderedDict):
         super().__init__()
         self.size = size
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(key, value)
+    def remember(self, key: Any, value: Any) -> None:
+        self[key] = value
         if len(self) > self.size:
             self.popitem(last=False)
 
 
 def _key(value: Any) -> Any:
-    """Ids compare as JSON values: 1 and "1" are different ids, True is not 1."""
-    return (type(value).__name__, value) if not isinstance(value, (dict, list)) else (type(value).__name__, repr(value))
+    """Ids compare as JSON values: 1 and "1" are different ids (they are different dict keys too); anything else
+    (a bool, a float, an object: not valid ids, but seen on the wire) is keyed by its type and text."""
+    kind = type(value)
+    return value if kind is str or kind is int else (kind.__name__, repr(value))
 
 
 def _modern_version(msg: dict) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from .model import STATELESS, STDIO, Model, Observer, Seen, Session
 from .tape import records
 from .tape.file import Record
 from .wire import http, jsonrpc
@@ -11,27 +12,39 @@ from .wire import http, jsonrpc
 ARROW = {records.C2S: "→", records.S2C: "←"}
 
 
-def timeline(items: Iterable[Record]) -> Iterator[str]:
-    start: float | None = None
-    sessions: dict[int, str] = {}  # exchange -> session id, so every line of an exchange shows it
-    methods: dict[int, str] = {}  # exchange -> the method its request carried
+def timeline(name: str, items: Iterable[Record]) -> Iterator[str]:
+    """Lines for a tape, read through the analysis model so sessions are named the way check names them."""
     yield f"{'time':>9}  {'':1}  {'session':<8}  {'ex':>4}  what"
-    for record in items:
+    model = Model([_Timeline()])
+    yield from model.feed_tape(name, items)
+
+
+class _Timeline(Observer):
+    def __init__(self) -> None:
+        self.start: float | None = None
+
+    def record(self, seen: Seen, model: Model) -> list[str]:
+        record = seen.record
         t = record.get("t")
-        if start is None and isinstance(t, (int, float)):
-            start = t
-        exchange = record.get("exchange")
-        if record.get("session"):
-            sessions[exchange] = record["session"]
-        session = "stdio" if record.get("kind", "").startswith("stdio.") else sessions.get(exchange, "")
+        if self.start is None and isinstance(t, (int, float)):
+            self.start = t
         lines = _describe(record)
-        kind = record.get("kind")
-        if kind == records.HTTP_REQUEST and isinstance(record.get("msg"), dict):
-            methods[exchange] = record["msg"].get("method")
-        elif kind == records.HTTP_RESPONSE and methods.get(exchange) == "server/discover" and record.get("status", 0) >= 400:
+        ex = seen.exchange
+        if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
+                and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
             lines[-1] += "  (era probe refused: a 2026-07-28 client falls back to initialize)"
-        for what in lines:
-            yield _line(t, start, record, session, exchange, what)
+        session = _session_column(seen.session)
+        return [_line(t, self.start, record, session, record.get("exchange"), what) for what in lines]
+
+
+def _session_column(session: Session | None) -> str:
+    if session is None:
+        return ""
+    if session.transport == STDIO:
+        return "stdio" + session.label[session.label.rfind("#"):]
+    if session.transport == STATELESS:
+        return "stateless"
+    return session.label
 
 
 def _line(t: object, start: float | None, record: Record, session: str, exchange: object, what: str) -> str:

@@ -8,6 +8,8 @@ for equality first; deepdiff (imported only then) explains the pairs that differ
 
 from __future__ import annotations
 
+import gc
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,35 +34,74 @@ class Difference:
         return {"kind": self.kind, "call": self.call, "path": self.path, "a": self.a, "b": self.b}
 
 
+@dataclass(slots=True)
+class _Called:
+    """What diff keeps of a call: enough to align and compare it, none of the transport around it."""
+
+    seq: int
+    session: int
+    dir: str
+    method: str
+    params: Any
+    outcome: str
+    answer: Any  # the result or the error
+
+
 class _Collect(Observer):
     def __init__(self) -> None:
-        self.calls: list[Call] = []
+        self.calls: list[_Called] = []
+        self.sessions: dict[int, int] = {}
 
     def call(self, call: Call, model: Model) -> Iterable[Any]:
-        self.calls.append(call)
+        session = self.sessions.setdefault(id(call.session), len(self.sessions))
+        outcome = _outcome(call)
+        answer = call.response.get(outcome) if call.answered else None
+        self.calls.append(_Called(call.seq, session, call.dir, call.method, call.request.get("params"), outcome, answer))
         return ()
 
 
-def _read(path: str) -> tuple[dict[Key, Call], list[Finding]]:
+def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
     collect = _Collect()
     model = Model([collect, *all_rules()])
     reader = Reader(path)
-    findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
-    findings += [f for f in model.finish() if isinstance(f, Finding)]
-    sessions: dict[int, int] = {}
-    ordinals: Counter = Counter()
-    aligned: dict[Key, Call] = {}
+    # Every call is kept for the alignment, so the heap only grows: the cyclic collector would rescan it again
+    # and again for garbage that is not there (the model's objects hold no cycles). Paused while reading.
+    gc.disable()
+    try:
+        findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
+        findings += [f for f in model.finish() if isinstance(f, Finding)]
+    finally:
+        gc.enable()
+    # sessions are numbered in the order their first call settled; renumber by first request
+    first: dict[int, int] = {}
     for call in sorted(collect.calls, key=lambda c: c.seq):
-        order = sessions.setdefault(id(call.session), len(sessions))
-        base = (order, call.dir, call.method)
+        first.setdefault(call.session, len(first))
+    ordinals: Counter = Counter()
+    aligned: dict[Key, _Called] = {}
+    for call in sorted(collect.calls, key=lambda c: c.seq):
+        base = (first[call.session], call.dir, call.method)
         ordinals[base] += 1
         aligned[(*base, ordinals[base])] = call
     return aligned, findings
 
 
+def _read_both(path_a: str, path_b: str) -> list[tuple[dict[Key, _Called], list[Finding]]]:
+    """The two tapes are independent: read them on two cores when there are two."""
+    if (os.cpu_count() or 1) < 2:
+        return [_read(path_a), _read(path_b)]
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(2, mp_context=get_context("fork")) as pool:
+        return list(pool.map(_read, [path_a, path_b]))
+
+
 def _label(key: Key) -> str:
     order, direction, method, ordinal = key
     return f"session {order + 1} {direction} {method} #{ordinal}"
+
+
+_ANSWERED = ("result", "error")
 
 
 def _outcome(call: Call) -> str:
@@ -115,33 +156,24 @@ def parse_pointer(text: str) -> list[str]:
 
 def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
     pointers = [parse_pointer(p) for p in ignore]
-    calls_a, findings_a = _read(path_a)
-    calls_b, findings_b = _read(path_b)
+    (calls_a, findings_a), (calls_b, findings_b) = _read_both(path_a, path_b)
     out: list[Difference] = []
     for key in sorted(calls_a.keys() | calls_b.keys()):
         a, b = calls_a.get(key), calls_b.get(key)
         label = _label(key)
         if a is None or b is None:
-            kind = "only-in-b" if a is None else "only-in-a"
-            present = b or a
-            out.append(Difference(kind, label, None, _outcome(present) if a else None, _outcome(present) if b else None))
+            out.append(Difference("only-in-b" if a is None else "only-in-a", label, None,
+                                  a.outcome if a else None, b.outcome if b else None))
             continue
-        outcome_a, outcome_b = _outcome(a), _outcome(b)
-        if outcome_a != outcome_b:
-            kind = ("answered-in-a-only" if a.answered and not b.answered else
-                    "answered-in-b-only" if b.answered and not a.answered else "outcome-changed")
-            out.append(Difference(kind, label, None, outcome_a, outcome_b))
+        if a.outcome != b.outcome:
+            answered_a, answered_b = a.outcome in _ANSWERED, b.outcome in _ANSWERED
+            kind = ("answered-in-a-only" if answered_a and not answered_b else
+                    "answered-in-b-only" if answered_b and not answered_a else "outcome-changed")
+            out.append(Difference(kind, label, None, a.outcome, b.outcome))
             continue
-        request_a = _strip(a.request.get("params"), [p[1:] for p in pointers if p[:1] == ["params"]])
-        request_b = _strip(b.request.get("params"), [p[1:] for p in pointers if p[:1] == ["params"]])
-        if request_a != request_b:
-            out += _explain("request-changed", label, request_a, request_b, "params")
-        if a.answered:
-            field = outcome_a  # "result" or "error"
-            sub = [p[1:] for p in pointers if p[:1] == [field]]
-            body_a, body_b = _strip(a.response.get(field), sub), _strip(b.response.get(field), sub)
-            if body_a != body_b:
-                out += _explain(f"{field}-changed", label, body_a, body_b, field)
+        out += _compare("request-changed", label, a.params, b.params, "params", pointers)
+        if a.outcome in _ANSWERED:
+            out += _compare(f"{a.outcome}-changed", label, a.answer, b.answer, a.outcome, pointers)
     seen_a = Counter((f.rule, f.dir, f.method) for f in findings_a)
     for f in findings_b:
         key = (f.rule, f.dir, f.method)
@@ -151,6 +183,14 @@ def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
             out.append(Difference("finding-new-in-b", f"{f.dir or ''} {f.method or ''}".strip() or f.tape,
                                   f.rule, None, f.message))
     return out
+
+
+def _compare(kind: str, label: str, a: Any, b: Any, root: str, pointers: list[list[str]]) -> list[Difference]:
+    if a == b and not pointers:
+        return []  # the common case, and the cheap one: nothing to strip, nothing to explain
+    sub = [p[1:] for p in pointers if p[:1] == [root]]
+    a, b = _strip(a, sub), _strip(b, sub)
+    return [] if a == b else _explain(kind, label, a, b, root)
 
 
 def _explain(kind: str, label: str, a: Any, b: Any, root: str) -> list[Difference]:

@@ -114,7 +114,12 @@ class Calls(Observer):
 class Messages(Observer):
     """Messages that are not well-formed, answers nobody asked for, ids used twice, progress after the end."""
 
-    def record(self, seen: Seen, model: Model) -> Iterator[Finding]:
+    def record(self, seen: Seen, model: Model) -> list[Finding] | None:
+        if seen.notes or "problem" in seen.record:
+            return list(self._record(seen))
+        return None
+
+    def _record(self, seen: Seen) -> Iterator[Finding]:
         r = seen.record
         for note, subject in seen.notes:
             if note == "orphan-response":
@@ -162,25 +167,29 @@ class Sessions(Observer):
         self.initialize_after: list[float] = []  # times of initialize requests sent without a session id
         self.wrong_status_reported: set[int] = set()
 
-    def record(self, seen: Seen, model: Model) -> Iterator[Finding]:
+    def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         kind = seen.record["kind"]
         ex = seen.exchange
         if ex is None:
-            if kind == records.STDIO_LINE:
-                yield from self._stdio_order(seen)
-            return
+            if kind == records.STDIO_LINE and seen.session is not None and not seen.session.initialized:
+                return list(self._stdio_order(seen))
+            return None
         if kind == records.HTTP_REQUEST:
-            yield from self._request(seen)
-        elif kind == records.HTTP_RESPONSE:
-            yield from self._response(seen)
-        elif kind == records.SSE_EVENT:
-            msg = seen.record.get("msg")
-            if (ex.is_get_stream and ex.last_event_id is None and seen.session is not None
-                    and seen.session.transport == STREAMABLE and isinstance(msg, dict)
-                    and jsonrpc.kind(msg) in ("response", "error")):
-                yield about_record("response-on-get-stream", "warning", seen,
-                                   f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed stream",
-                                   spec.GET_STREAM, request_id=msg.get("id"))
+            return list(self._request(seen))
+        if kind == records.HTTP_RESPONSE:
+            return list(self._response(seen))
+        if kind == records.SSE_EVENT and ex.is_get_stream:
+            return list(self._get_stream(seen))
+        return None
+
+    def _get_stream(self, seen: Seen) -> Iterator[Finding]:
+        msg = seen.record.get("msg")
+        if (seen.exchange.last_event_id is None and seen.session is not None
+                and seen.session.transport == STREAMABLE and isinstance(msg, dict)
+                and jsonrpc.kind(msg) in ("response", "error")):
+            yield about_record("response-on-get-stream", "warning", seen,
+                               f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed stream",
+                               spec.GET_STREAM, request_id=msg.get("id"))
 
     def _request(self, seen: Seen) -> Iterator[Finding]:
         ex, r = seen.exchange, seen.record

@@ -109,9 +109,9 @@ def invalid_reason(value: JSON) -> str | None:
     return _message_problem(value)
 
 
-def messages(value: JSON) -> list[JSON]:
+def messages(value: JSON) -> list[JSON] | tuple[JSON]:
     """The messages a body carried: a batch's items, or the single message."""
-    return list(value) if isinstance(value, list) else [value]
+    return value if isinstance(value, list) else (value,)
 
 
 def _valid_id(value: JSON, allow_null: bool) -> bool:

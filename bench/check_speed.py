@@ -1,0 +1,116 @@
+"""Speed and memory of `mcptape check` and `mcptape diff` on large generated tapes.
+
+    .venv/bin/python bench/check_speed.py [--records 1000000] [--diff-calls 50000]
+
+check: records/s and peak memory (max RSS of a fresh process) against a plain msgpack read of the same file
+(frames split, payloads unpacked, nothing else), in the same run; and check's peak memory on a tape a quarter the
+size, to show it stays flat. Goal: >= 0.4x the plain read's speed, memory flat in tape size.
+diff: wall time on two tapes of --diff-calls calls each that differ in one result in a thousand. Goal: < 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mcptape.tape import records
+from mcptape.tape.file import Writer
+
+PLAIN_READ = """
+import struct, sys, msgpack
+n = 0
+with open(sys.argv[1], "rb") as f:
+    f.read(8)
+    while head := f.read(12):
+        length = struct.unpack(">I", head[:4])[0]
+        msgpack.unpackb(f.read(length), raw=False, strict_map_key=False)
+        n += 1
+print(n)
+"""
+MEASURE = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+elapsed = time.perf_counter() - start
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(elapsed, rss, out.returncode, out.stdout[-200:].replace(chr(10), " "), sep="\\t")
+"""
+
+
+def generate(path: Path, calls: int, vary: int = 0) -> int:
+    """A session-era Streamable HTTP session: each call is request, SSE head, progress, result, end."""
+    t = 1_700_000_000.0
+    count = 0
+    with Writer(path, records.header(t, "bench")) as w:
+        def put(record: dict) -> None:
+            nonlocal count
+            w.write(record)
+            count += 1
+
+        put(records.capture_start(t, "bench", {"proxy": "bench"}, {}))
+        for i in range(calls):
+            t += 0.001
+            session = "0123456789abcdef0123456789abcdef"
+            msg = {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": i, "b": 1}, "_meta": {"progressToken": i + 1}}}
+            if i == 0:
+                msg = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+            put(records.http_request(t, i, 0, "POST", "/mcp", [], [["content-type", "application/json"],
+                    ["mcp-session-id", session], ["mcp-protocol-version", "2025-11-25"]],
+                    session if i else None, "2025-11-25" if i else None, True, {"msg": msg}))
+            put(records.http_response(t, i, 200, "OK", [["content-type", "text/event-stream"],
+                                                        ["mcp-session-id", session]], session, {}))
+            if i:
+                put({"kind": "sse.event", "t": t, "exchange": i, "dir": "s2c", "event": "message", "msg": {
+                    "jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": i + 1, "progress": 1, "total": 1}}})
+            value = i + 1 + (1 if vary and i % vary == 0 else 0)
+            result = {"protocolVersion": "2025-11-25", "capabilities": {}} if i == 0 else \
+                {"content": [{"type": "text", "text": str(value)}], "structuredContent": {"result": value}}
+            put({"kind": "sse.event", "t": t, "exchange": i, "dir": "s2c", "event": "message",
+                 "msg": {"jsonrpc": "2.0", "id": msg["id"], "result": result}})
+            put(records.end(t, i, "complete"))
+    return count
+
+
+def measure(argv: list[str]) -> tuple[float, int, str]:
+    out = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=True).stdout
+    elapsed, rss, code, tail = out.rstrip("\n").split("\t", 3)
+    return float(elapsed), int(rss) // 1024, tail
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--diff-calls", type=int, default=50_000)
+    a = p.parse_args()
+    mcptape = str(Path(sys.executable).parent / "mcptape")
+    with tempfile.TemporaryDirectory() as tmp:
+        big, small = Path(tmp) / "big.mcptape", Path(tmp) / "small.mcptape"
+        n_big = generate(big, a.records // 5)
+        n_small = generate(small, a.records // 20)
+        plain_s, plain_mb, _ = measure([sys.executable, "-c", PLAIN_READ, str(big)])
+        check_s, check_mb, tail = measure([mcptape, "check", str(big), "--fail-on", "never"])
+        _, small_mb, _ = measure([mcptape, "check", str(small), "--fail-on", "never"])
+        print(f"check on {n_big:,} records ({big.stat().st_size / 1e6:.0f} MB): {tail.strip()}")
+        print(f"  plain msgpack read {n_big / plain_s:12,.0f} records/s  peak {plain_mb} MB")
+        print(f"  mcptape check      {n_big / check_s:12,.0f} records/s  peak {check_mb} MB   "
+              f"ratio {plain_s / check_s:.2f} (goal >= 0.40)")
+        print(f"  check peak memory on {n_small:,} records: {small_mb} MB (flat: {check_mb} MB at 4x the records)")
+        da, db = Path(tmp) / "a.mcptape", Path(tmp) / "b.mcptape"
+        generate(da, a.diff_calls)
+        generate(db, a.diff_calls, vary=1000)
+        start = time.perf_counter()
+        out = subprocess.run([mcptape, "diff", str(da), str(db), "--format", "json"], capture_output=True, text=True)
+        elapsed = time.perf_counter() - start
+        found = json.loads(out.stdout)["summary"]["differences"]
+        print(f"diff on two {a.diff_calls:,}-call tapes: {elapsed:.2f} s, {found} differences (goal < 5 s)")
+
+
+if __name__ == "__main__":
+    main()
