@@ -12,7 +12,6 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +93,7 @@ class Call:
     progress_after_response: list[int] = field(default_factory=list)
     cancel: tuple[int, float, Any] | None = None
     injected: bool = False
+    progress_token: Any = None
 
     @property
     def answered(self) -> bool:
@@ -117,13 +117,10 @@ class Seen:
     tape: str
     seq: int
     record: dict
+    t: float = 0.0
     session: Session | None = None
     exchange: Exchange | None = None
     notes: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def t(self) -> float:
-        return self.record.get("t", 0.0)
 
     def note(self, what: str, subject: Any) -> None:
         self.notes += ((what, subject),)
@@ -181,7 +178,7 @@ class Model:
 
     def feed(self, seq: int, record: dict) -> list[Any] | tuple:
         """What the observers make of one record (usually nothing)."""
-        seen = Seen(self.tape, seq, record)
+        seen = Seen(self.tape, seq, record, record.get("t", 0.0))
         settled = self._settled_now
         handler = self._handlers.get(record.get("kind"))
         if handler is not None:
@@ -212,7 +209,7 @@ class Model:
         if self._calls.get(key) is call:
             del self._calls[key]
         self._settled.remember(key, call)
-        token = _progress_token(call.request)
+        token = call.progress_token
         if token is not None:
             token_key = (id(call.session), _key(token))
             if self._progress_tokens.get(token_key) is call:
@@ -272,7 +269,7 @@ class Model:
             if ex.session is not None and ex.msg is not None and not ex.calls_known:
                 # the request that opened the session (initialize) is read now that its session is known
                 ex.calls_known = True
-                request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, ex.session, ex)
+                request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, ex.t, ex.session, ex)
                 self._messages(request, ex.session, records.C2S, ex.msg, ex, settled)
         elif r.get("event") == "endpoint" and r.get("data"):
             ex.session = self.session(r.get("session") or f"sse:{self.tape}:{ex.number}", LEGACY_SSE)
@@ -326,7 +323,7 @@ class Model:
         if earlier is not None:
             seen.note("duplicate-request", earlier)
         self._calls[key] = call
-        token = _progress_token(msg)
+        token = call.progress_token = _progress_token(msg)
         if token is not None:
             self._progress_tokens[(id(session), _key(token))] = call
         if call.method == "initialize":
@@ -378,17 +375,23 @@ class Model:
         return iter(self._calls.values())
 
 
-class _Recent(OrderedDict):
-    """A dict that forgets its oldest entries beyond `size`."""
+class _Recent:
+    """Remembers at least the last `size` entries and at most twice that: two generations of plain dicts, the
+    older dropped whole when the newer fills (cheaper than evicting one entry at a time)."""
 
     def __init__(self, size: int) -> None:
-        super().__init__()
         self.size = size
+        self.new: dict = {}
+        self.old: dict = {}
 
     def remember(self, key: Any, value: Any) -> None:
-        self[key] = value
-        if len(self) > self.size:
-            self.popitem(last=False)
+        self.new[key] = value
+        if len(self.new) >= self.size:
+            self.old, self.new = self.new, {}
+
+    def get(self, key: Any) -> Any:
+        found = self.new.get(key)
+        return self.old.get(key) if found is None else found
 
 
 def _key(value: Any) -> Any:

@@ -105,6 +105,8 @@ class Calls(Observer):
 
     @staticmethod
     def _progress(call: Call) -> Iterator[Finding]:
+        if len(call.progress) < 2:
+            return
         values = [p[2] for p in call.progress if isinstance(p[2], (int, float))]
         if any(b <= a for a, b in zip(values, values[1:])):
             yield about_call("progress-not-increasing", "warning", call,
@@ -347,9 +349,10 @@ def _issued_ids(result: dict) -> Iterator[str]:
         for key, value in structured.items():
             if isinstance(value, str) and _ID_KEY.search(key):
                 yield value
-    for item in result.get("content") or []:
-        if isinstance(item, dict) and isinstance(item.get("text"), str):
-            yield from _UUID.findall(item["text"])
+    for item in result.get("content") or ():
+        text = item.get("text") if isinstance(item, dict) else None
+        if isinstance(text, str) and "-" in text:  # no hyphen, no UUID: skip the regex
+            yield from _UUID.findall(text)
 
 
 def _strings(value: Any) -> Iterator[str]:
