@@ -11,7 +11,6 @@ import signal
 import socket
 import sys
 import time
-from importlib import resources
 from urllib.parse import urlsplit
 
 import click
@@ -298,13 +297,14 @@ def check(tapes, fmt, fail_on):
     from .check import at_or_above
     from .check import check as run_check
     from .check import report
-    from .tape import json_form
 
     findings = list(run_check(list(tapes)))
     if fmt == "text":
         for line in report.text(findings, list(tapes)):
             click.echo(line)
     else:
+        from .tape import json_form
+
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
         click.echo(json_form.dumps(doc, indent=1))
     if any(at_or_above(f.severity, fail_on) for f in findings):
@@ -394,6 +394,8 @@ def addons(name):
     Example:
       mitmdump --mode reverse:http://127.0.0.1:8000 -s "$(mcptape addons record)" --set mcptape_tape=run.mcptape
     """
+    from importlib import resources
+
     folder = resources.files("mcptape") / "addons"
     scripts = sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".py") and p.name != "__init__.py")
     if name is not None and name not in scripts:
