@@ -145,3 +145,28 @@ def test_an_auto_client_probe_then_its_real_session(demo_server, record):
     assert session and all(r["session"] == session for r in requests[2:])
     shown = run_mcptape("show", str(rec.tape)).stdout
     assert "era probe refused" in shown
+
+
+def test_regular_proxy_mode_over_https_with_mitmproxys_ca(demo_server, record, tmp_path):
+    """A client that can only be pointed at a proxy, talking https: it trusts the CA the command names."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    upstream = demo_server("--tls", *self_signed(tmp_path))
+    rec = record(None, "--mode", "regular", "--insecure")
+    lines = []
+    while len(lines) < 2:
+        lines.append(rec.proc.stdout.readline())
+    ca = re.search(r"trust (\S+)", lines[-1]).group(1)
+    assert os.path.exists(ca)
+    env = {**os.environ, "HTTPS_PROXY": rec.url, "https_proxy": rec.url, "NO_PROXY": "", "no_proxy": "",
+           "SSL_CERT_FILE": ca}
+    code = f"import anyio\nfrom mcptape.demo.client import script\nprint(anyio.run(script, {upstream!r}, 'legacy')[0])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "protocol 2025-11-25"
+    rec.stop()
+    requests = [r for r in read(rec.tape).records if r["kind"] == "http.request"]
+    assert requests[0]["msg"]["method"] == "initialize" and all(r["mcp"] for r in requests)
