@@ -133,8 +133,8 @@ class Observer:
     def record(self, seen: Seen, model: Model) -> Iterable[Any] | None:
         return None
 
-    def call(self, call: Call, model: Model) -> Iterable[Any]:
-        return ()
+    def call(self, call: Call, model: Model) -> Iterable[Any] | None:
+        return None
 
     def finish(self, model: Model) -> Iterable[Any]:
         return ()
@@ -162,6 +162,7 @@ class Model:
             records.STDIO_EXIT: self._stdio,
         }
         self._record_observers = [o for o in observers if type(o).record is not Observer.record]
+        self._call_observers = [o for o in observers if type(o).call is not Observer.call]
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
 
     # -- feeding ---------------------------------------------------------------------------------------------------
@@ -191,7 +192,7 @@ class Model:
         if settled:
             out = list(out)
             for call in settled:
-                out.extend(self._settle(call))
+                out += self._settle(call)
             settled.clear()
         return out
 
@@ -204,7 +205,7 @@ class Model:
         for observer in self.observers:
             yield from observer.finish(self)
 
-    def _settle(self, call: Call) -> Iterator[Any]:
+    def _settle(self, call: Call) -> list[Any]:
         key = (id(call.session), call.dir, _key(call.id))
         if self._calls.get(key) is call:
             del self._calls[key]
@@ -215,8 +216,12 @@ class Model:
             if self._progress_tokens.get(token_key) is call:
                 del self._progress_tokens[token_key]
             self._settled_tokens.remember(token_key, call)
-        for observer in self.observers:
-            yield from observer.call(call, self)
+        out: list[Any] = []
+        for observer in self._call_observers:
+            found = observer.call(call, self)
+            if found:
+                out += found
+        return out
 
     # -- sessions --------------------------------------------------------------------------------------------------
 

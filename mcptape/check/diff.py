@@ -52,12 +52,11 @@ class _Collect(Observer):
         self.calls: list[_Called] = []
         self.sessions: dict[int, int] = {}
 
-    def call(self, call: Call, model: Model) -> Iterable[Any]:
+    def call(self, call: Call, model: Model) -> None:
         session = self.sessions.setdefault(id(call.session), len(self.sessions))
         outcome = _outcome(call)
         answer = call.response.get(outcome) if call.answered else None
         self.calls.append(_Called(call.seq, session, call.dir, call.method, call.request.get("params"), outcome, answer))
-        return ()
 
 
 def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:

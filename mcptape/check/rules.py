@@ -58,7 +58,12 @@ def _who(direction: str) -> tuple[str, str]:
 class Calls(Observer):
     """What became of each request: answered, cancelled, left hanging, or cut off by the end of the recording."""
 
-    def call(self, call: Call, model: Model) -> Iterator[Finding]:
+    def call(self, call: Call, model: Model) -> list[Finding] | None:
+        if call.response is not None and call.cancel is None and len(call.progress) < 2:
+            return None  # the common case: answered, nothing to say
+        return list(self._call(call))
+
+    def _call(self, call: Call) -> Iterator[Finding]:
         sender, receiver = _who(call.dir)
         ex = call.exchange
         if call.answered:
@@ -323,7 +328,12 @@ class DeadIds(Observer):
     def __init__(self) -> None:
         self.issued: dict[str, tuple[str, str, int]] = {}  # value -> (tape, session label, record)
 
-    def call(self, call: Call, model: Model) -> Iterator[Finding]:
+    def call(self, call: Call, model: Model) -> list[Finding] | None:
+        if call.dir != records.C2S or call.method != "tools/call" or not isinstance(call.response, dict):
+            return None
+        return list(self._call(call))
+
+    def _call(self, call: Call) -> Iterator[Finding]:
         if call.dir != records.C2S or call.method != "tools/call" or not isinstance(call.response, dict):
             return
         result = call.response.get("result")
