@@ -209,3 +209,18 @@ def test_the_tape_is_causal_an_answer_is_never_recorded_before_what_it_answers(t
     client.close()
     directions = [r["dir"] for r in read(tape).records if r["kind"] == "stdio.line"]
     assert directions == ["c2s", "s2c", "c2s"] + ["c2s", "s2c"] * 50
+
+
+def test_a_full_disk_stops_the_recording_not_the_server(tmp_path):
+    """The tape may not grow past 1 KiB (ulimit -f): the client still gets every answer."""
+    tape = tmp_path / "full.mcptape"
+    argv = ["bash", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "limit", *wrapped(tape, *DEMO)]
+    client = RawClient(argv)
+    client.handshake()
+    for i in range(20):
+        client.send({"jsonrpc": "2.0", "id": 100 + i, "method": "ping"})
+        assert client.receive()["id"] == 100 + i
+    assert client.close() == 0
+    assert b"mcptape: recording stopped" in client.proc.stderr.read()
+    recorded = read(tape)  # what was written before the disk filled is intact
+    assert recorded.records[0]["kind"] == "capture.start"

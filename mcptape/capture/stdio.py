@@ -32,11 +32,18 @@ class StdioRecorder:
         self.argv = argv
         self.writer = writer
         self._lock = threading.Lock()
+        self.failure: str | None = None  # set when the tape could not be written: relaying goes on regardless
 
     def record(self, make: Callable[[float], records.Record]) -> None:
         # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
         with self._lock:
-            self.writer.write(make(time.time()))
+            if self.failure is not None:
+                return
+            try:
+                self.writer.write(make(time.time()))
+            except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
+                self.failure = f"{type(e).__name__}: {e}"
+                _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
 
     def run(self) -> int:
         """Run the server to its end. Returns its exit code, or minus the signal that ended it."""
