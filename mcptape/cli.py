@@ -311,6 +311,87 @@ def check(tapes, fmt, fail_on):
         raise SystemExit(1)
 
 
+@main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
+              help="Where to serve over HTTP; port 0 picks a free port.")
+@click.option("--stdio", is_flag=True, help="Serve on stdin/stdout: use this as a client's server command.")
+@click.option("--log", metavar="FILE", help="Record what the client did into this tape.")
+@click.option("--ignore", multiple=True, metavar="POINTER",
+              help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
+@click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
+@click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
+def replay(tape, listen, stdio, log, ignore, pace, strict):
+    """Serve a tape back as the MCP server it recorded, offline.
+
+    \b
+    Examples:
+      mcptape replay run.mcptape --listen 127.0.0.1:8765
+      mcptape replay run.mcptape --stdio          (as a client's server command)
+      mcptape replay run.mcptape --log what-the-client-did.mcptape --strict
+    """
+    from .replay import pace_function
+    from .replay.recorded import load
+    from .replay.serve import Replayer
+    from .tape.file import TapeError
+
+    try:
+        pace_function(pace)
+        replayer = Replayer(load(tape), list(ignore))
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    if log and os.path.exists(log):
+        raise Failure(f"{log} already exists (--log writes a new tape)")
+    if stdio:
+        from . import TOOL
+        from .replay import stdio as stdio_replay
+        from .tape import records
+        from .tape.file import Writer
+
+        writer = Writer(log, records.header(time.time(), TOOL)) if log else None
+        try:
+            stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if writer is not None:
+                writer.close()
+    else:
+        _replay_http(tape, listen, ignore, log, pace, replayer)
+    _replay_summary(replayer, strict)
+
+
+def _replay_http(tape, listen, ignore, log, pace, replayer) -> None:
+    import asyncio
+
+    from .replay import serving
+
+    host, port = _parse_listen(listen)
+    _check_free(host, port)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with serving(tape, host, port, tuple(ignore), log, pace, replayer) as replay:
+            click.echo(f"mcptape: replaying {tape} at {replay.url} (Ctrl-C stops)")
+            sys.stdout.flush()
+            await stop.wait()
+
+    asyncio.run(main())
+
+
+def _replay_summary(replayer, strict: bool) -> None:
+    unused = replayer.unused()
+    click.echo(f"mcptape: replay done: {len(replayer.unmatched)} request(s) unmatched, {len(unused)} recorded "
+               f"request(s) never used", err=True)
+    for what in replayer.unmatched[:10]:
+        click.echo(f"mcptape:   unmatched: {what}", err=True)
+    if strict and (replayer.unmatched or unused):
+        raise SystemExit(1)
+
+
 @main.command(name="diff")
 @click.argument("tape_a", type=click.Path(dir_okay=False))
 @click.argument("tape_b", type=click.Path(dir_okay=False))

@@ -1,0 +1,108 @@
+"""Replay: a tape served back as a faithful MCP server, over HTTP or stdio, offline.
+
+Library use (a test fixture, say):
+
+    from mcptape.replay import replaying
+    with replaying("run.mcptape") as url:      # or: async with areplaying(...) as url
+        ...point the client at url...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+
+from .recorded import load
+from .serve import Replayer
+
+
+@dataclass
+class Replay:
+    url: str
+    replayer: Replayer
+
+
+def pace_function(spec: str):
+    """--pace fast | recorded | xN (N times faster than recorded)."""
+    if spec == "fast":
+        return None
+    if spec == "recorded":
+        return lambda gap: gap
+    if spec.startswith("x"):
+        try:
+            factor = float(spec[1:])
+        except ValueError:
+            factor = 0
+        if factor > 0:
+            return lambda gap: gap / factor
+    raise ValueError(f"--pace {spec!r}: use fast, recorded, or xN (e.g. x10)")
+
+
+@asynccontextmanager
+async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tuple[str, ...] = (),
+                  log: str | None = None, pace: str = "fast", replayer: Replayer | None = None
+                  ) -> AsyncIterator[Replay]:
+    from .. import TOOL
+    from ..capture.http import HttpCapture, Scope
+    from ..redact import Redactor
+    from ..tape import records
+    from ..tape.file import Writer
+    from .http import HttpReplay
+
+    replayer = replayer or Replayer(load(tape), list(ignore))
+    writer = capture = None
+    if log is not None:
+        writer = Writer(log, records.header(time.time(), TOOL))
+        capture = HttpCapture(writer, Redactor(), Scope(set(replayer.recording.paths)))
+        capture.start(time.time(), TOOL, {"replay": tape}, 0)
+    replay = HttpReplay(replayer, capture, pace_function(pace))
+    server = await asyncio.get_running_loop().create_server(replay.protocol, host, port)
+    bound = server.sockets[0].getsockname()[1]
+    path = sorted(replay.paths)[0]
+    try:
+        yield Replay(f"http://{host}:{bound}{path}", replayer)
+    finally:
+        server.close()
+        if capture is not None:
+            capture.stop(time.time(), "replay stopped")
+            writer.close()
+
+
+@asynccontextmanager
+async def areplaying(tape: str, **options) -> AsyncIterator[str]:
+    """Serve a tape on a free port for the length of the block; yields the URL."""
+    async with serving(tape, **options) as replay:
+        yield replay.url
+
+
+@contextmanager
+def replaying(tape: str, **options) -> Iterator[str]:
+    """The same, for synchronous code: the server runs on its own event loop in a thread."""
+    ready: dict = {}
+    started, stop = threading.Event(), threading.Event()
+
+    async def main() -> None:
+        try:
+            async with serving(tape, **options) as replay:
+                ready["url"] = replay.url
+                started.set()
+                while not stop.is_set():
+                    await asyncio.sleep(0.02)
+        except BaseException as e:
+            ready["error"] = e
+            started.set()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    started.wait()
+    if "error" in ready:
+        raise ready["error"]
+    try:
+        yield ready["url"]
+    finally:
+        stop.set()
+        thread.join(5)

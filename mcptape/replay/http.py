@@ -1,0 +1,258 @@
+"""The replay as an HTTP server: asyncio with httptools' C parser (no mitmproxy, no ASGI stack: start-up time and
+CPU per call are what a replay in a test suite is judged by).
+
+Serves the recorded paths; other paths get 404. Session-era tapes get sessions (400 without an id, the recorded
+dead-session status for an unknown or ended one, DELETE ends one), SSE answers go out event by event with their
+recorded ids and retry fields, JSON answers with their recorded status. What the client does is recorded into
+the `--log` tape by the same capture core `mcptape record` uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from http import HTTPStatus
+
+import httptools
+
+from ..capture.http import HttpCapture, SSEStream
+from ..tape import json_form, records
+from ..wire import http, jsonrpc, sse
+from .serve import LiveSession, Outcome, Replayer
+
+Pace = Callable[[float], float]  # recorded gap (s) -> how long to wait
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
+
+
+def _status_line(status: int) -> bytes:
+    return f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
+
+
+def _head(status: int, headers: list[tuple[str, str]]) -> bytes:
+    return _status_line(status) + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers) + b"\r\n"
+
+
+def _json_bytes(value) -> bytes:
+    return json_form.dumps(value).encode()
+
+
+# Framing headers are ours to set (we re-encode bodies); the rest are served as recorded.
+_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date", "server",
+        http.SESSION_ID}
+
+
+class Request:
+    __slots__ = ("method", "target", "headers", "body")
+
+    def __init__(self) -> None:
+        self.method = ""
+        self.target = ""
+        self.headers: list[tuple[str, str]] = []
+        self.body = b""
+
+
+class HttpReplay:
+    def __init__(self, replayer: Replayer, log: HttpCapture | None = None, pace: Pace | None = None) -> None:
+        self.replayer = replayer
+        self.log = log
+        self.pace = pace
+        self.paths = replayer.recording.paths or {"/mcp"}
+        self._streams: dict[str, list[asyncio.Event]] = {}  # live session id -> its open GET streams
+        self._keys = 0
+
+    def protocol(self) -> asyncio.Protocol:
+        return _Connection(self)
+
+    # -- one request -----------------------------------------------------------------------------------------------
+
+    async def handle(self, req: Request, conn: _Connection) -> None:
+        self._keys += 1
+        key = self._keys
+        if self.log is not None:
+            self.log.request(key, id(conn), time.time(), req.method, req.target, req.headers, req.body)
+        path = req.target.split("?", 1)[0]
+        if path not in self.paths:
+            return await self._send(conn, key, 404, [("content-type", "text/plain")], b"Not Found")
+        session, refusal = self._session(req)
+        if refusal is not None:
+            return await self._send(conn, key, *refusal)
+        if req.method == "DELETE":
+            if session is not None:
+                session.ended = True
+                for event in self._streams.pop(session.id, []):
+                    event.set()
+            return await self._send(conn, key, 200, [], b"")
+        if req.method == "GET":
+            return await self._get_stream(conn, key, session)
+        if req.method != "POST":
+            return await self._send(conn, key, 405, [("allow", "GET, POST, DELETE")], b"")
+        parsed = jsonrpc.parse(req.body)
+        if parsed.problem and not parsed.is_json:
+            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {parsed.problem}"}}
+            return await self._send(conn, key, 400, [("content-type", http.JSON)], _json_bytes(error))
+        msg = parsed.msg
+        if not isinstance(msg, dict) or jsonrpc.kind(msg) not in ("request", "notification"):
+            return await self._send(conn, key, 202, [], b"")  # a response to the server, a batch: accepted
+        if msg.get("method") == "initialize" and session is None and self.replayer.session_era:
+            session = self.replayer.open_session()
+        outcome = self.replayer.answer(msg, session)
+        await self._serve(conn, key, outcome)
+
+    def _session(self, req: Request) -> tuple[LiveSession | None, tuple | None]:
+        if not self.replayer.session_era:
+            return None, None
+        sent = http.get(req.headers, http.SESSION_ID)
+        if sent is None:
+            if req.method == "POST" and b'"initialize"' in req.body:
+                return None, None
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Bad Request: Missing session ID"}}
+            return None, (400, [("content-type", http.JSON)], _json_bytes(body))
+        live = self.replayer.sessions.get(sent)
+        if live is None or live.ended:
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
+            return None, (self.replayer.dead_status(sent), [("content-type", http.JSON)], _json_bytes(body))
+        return live, None
+
+    async def _serve(self, conn: _Connection, key: int, outcome: Outcome) -> None:
+        answer = outcome.answer
+        headers = [(k, v) for k, v in (answer.headers if answer else []) if k.lower() not in _HOP]
+        if outcome.session is not None:
+            headers.append((http.SESSION_ID, outcome.session.id))
+        if answer is not None and answer.sse:
+            return await self._send_events(conn, key, outcome.status, headers, outcome.events, answer.t)
+        if outcome.body is not None:
+            body = _json_bytes(outcome.body)
+            if not any(k.lower() == "content-type" for k, _ in headers):
+                headers.append(("content-type", http.JSON))
+        elif answer is not None and answer.raw is not None:
+            body = answer.raw
+        else:
+            body = b""
+        await self._send(conn, key, outcome.status, headers, body)
+
+    async def _send(self, conn: _Connection, key: int, status: int, headers: list, body: bytes) -> None:
+        headers = [*headers, ("content-length", str(len(body)))]
+        conn.write(_head(status, headers) + body)
+        if self.log is not None:
+            self.log.response(key, time.time(), status, _reason(status), headers, body)
+
+    async def _send_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
+                           start: float) -> None:
+        headers = [*headers, ("transfer-encoding", "chunked")]
+        conn.write(_head(status, headers))
+        stream = self._log_stream(key, status, headers)
+        previous = start
+        for record in events:
+            if self.pace is not None and record.get("t"):
+                await asyncio.sleep(self.pace(max(0.0, record["t"] - previous)))
+                previous = record["t"]
+            chunk = sse.encode(_event(record))
+            if conn.closed:
+                break
+            conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            if stream is not None:
+                stream.record(chunk)
+        conn.write(b"0\r\n\r\n")
+        if self.log is not None:
+            self.log.response(key, time.time(), status, _reason(status), headers, b"")
+
+    def _log_stream(self, key: int, status: int, headers: list) -> SSEStream | None:
+        if self.log is None:
+            return None
+        return self.log.response_head(key, time.time(), status, _reason(status), headers)
+
+    async def _get_stream(self, conn: _Connection, key: int, session: LiveSession | None) -> None:
+        """The standalone GET stream: open, quiet, until the session ends or the client leaves."""
+        headers = [("content-type", http.SSE), ("cache-control", "no-cache"), ("transfer-encoding", "chunked")]
+        if session is not None:
+            headers.append((http.SESSION_ID, session.id))
+        conn.write(_head(200, headers))
+        self._log_stream(key, 200, headers)
+        done = asyncio.Event()
+        if session is not None:
+            self._streams.setdefault(session.id, []).append(done)
+        conn.on_close.append(done.set)
+        await done.wait()
+        if not conn.closed:
+            conn.write(b"0\r\n\r\n")
+            if self.log is not None:
+                self.log.response(key, time.time(), 200, "OK", headers, b"")
+        elif self.log is not None:
+            self.log.failed(key, time.time(), records.CLIENT_DISCONNECTED)
+
+
+def _event(record: dict) -> sse.Event:
+    data = record.get("data")
+    if "msg" in record:
+        data = json_form.dumps(record["msg"])
+    return sse.Event(id=record.get("id"), event=record.get("event"), data=data, retry=record.get("retry"),
+                     comments=list(record.get("comments", [])))
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, server: HttpReplay) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        self.current = Request()
+        self.queue: asyncio.Queue[Request | None] = asyncio.Queue()
+        self.closed = False
+        self.on_close: list[Callable[[], None]] = []
+        self.worker: asyncio.Task | None = None
+        self.keep_alive = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.worker = asyncio.get_running_loop().create_task(self._work())
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.write(_head(400, [("content-length", "0"), ("connection", "close")]))
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        for callback in self.on_close:
+            callback()
+        self.queue.put_nowait(None)
+
+    # httptools callbacks
+    def on_url(self, url: bytes) -> None:
+        self.current.target += url.decode("latin-1")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.current.headers.append((name.decode("latin-1"), value.decode("latin-1")))
+
+    def on_body(self, body: bytes) -> None:
+        self.current.body += body
+
+    def on_message_complete(self) -> None:
+        self.current.method = self.parser.get_method().decode()
+        self.keep_alive = self.parser.should_keep_alive()
+        self.queue.put_nowait(self.current)
+        self.current = Request()
+
+    def write(self, data: bytes) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(data)
+
+    async def _work(self) -> None:
+        # one request at a time per connection, in order (HTTP/1.1 pipelining)
+        while (req := await self.queue.get()) is not None:
+            try:
+                await self.server.handle(req, self)
+            except Exception as e:  # a replay bug must not hang the client: answer 500 and say why
+                body = f"mcptape replay failed: {type(e).__name__}: {e}".encode()
+                self.write(_head(500, [("content-type", "text/plain"), ("content-length", str(len(body)))]) + body)
+            if not self.keep_alive:
+                self.transport.close()
+                break

@@ -1,0 +1,92 @@
+"""Which recorded answer a live request gets. Like vcrpy's matchers: small pure functions.
+
+A live request matches a recorded one when the methods are equal and the params are equal as JSON values, after
+dropping what differs from run to run (volatile `_meta` keys) and what the user said to ignore (JSON pointers).
+Unused answers are taken in recorded order; once all are used, the last one serves again. A miss names the
+recorded request that came closest and where it differs (deepdiff, imported only on a miss).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .recorded import Answer
+
+VOLATILE_META = ("progressToken", "traceparent", "tracestate", "baggage")
+
+
+def parse_pointer(text: str) -> list[str]:
+    if not text.startswith("/"):
+        raise ValueError(f"--ignore {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
+    return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
+
+
+def normalize(msg: Any, ignore: list[list[str]]) -> Any:
+    """The part of a request that must match: method and params, without volatile and ignored parts."""
+    if not isinstance(msg, dict):
+        return msg
+    params = msg.get("params")
+    if isinstance(params, dict):
+        params = dict(params)
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            meta = {k: v for k, v in meta.items() if k not in VOLATILE_META}
+            if meta:
+                params["_meta"] = meta
+            else:
+                del params["_meta"]
+    shaped = {"method": msg.get("method"), "params": params}
+    for pointer in ignore:
+        _drop(shaped, pointer)
+    return shaped
+
+
+def _drop(value: Any, pointer: list[str]) -> None:
+    """Remove what a pointer names, copying dicts on the way so recorded data is never changed."""
+    parent, key = None, None
+    for part in pointer:
+        if isinstance(value, dict) and part in value:
+            if parent is not None:
+                parent[key] = value = dict(value)
+            parent, key, value = value, part, value[part]
+        else:
+            return
+    if parent is not None:
+        del parent[key]
+
+
+def find(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -> Answer | None:
+    wanted = normalize(live, ignore)
+    last = None
+    for answer in candidates:
+        if answer.method == live.get("method") and normalize(answer.request, ignore) == wanted:
+            if not answer.used:
+                return answer
+            last = answer
+    return last
+
+
+def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -> tuple[Answer | None, dict]:
+    """The recorded request most like the live one, and the difference, for a miss's error message."""
+    from deepdiff import DeepDiff
+
+    wanted = normalize(live, ignore)
+    best, best_diff, best_size = None, {}, None
+    for answer in candidates:
+        if answer.request is None:
+            continue
+        diff = DeepDiff(normalize(answer.request, ignore), wanted, verbose_level=2).to_dict()
+        size = sum(len(v) if isinstance(v, (dict, list, set)) else 1 for v in diff.values())
+        size += 0 if answer.method == live.get("method") else 1000
+        if best_size is None or size < best_size:
+            best, best_diff, best_size = answer, diff, size
+    return best, best_diff
+
+
+def paths(diff: dict) -> list[str]:
+    out = []
+    for items in diff.values():
+        for path in (items.keys() if isinstance(items, dict) else items):
+            out.append(str(path).replace("root", "", 1))
+    return out

@@ -1,0 +1,172 @@
+"""What a tape says the server did, arranged for serving it back: recorded sessions, each a list of answers.
+
+An answer is one recorded exchange (HTTP) or one call (stdio): the request it answered, and what went back, in
+order and with its framing: status, headers, a JSON body or the SSE events (ids, retry, priming events, the
+notifications sent before the response). Built by reading the tape through the analysis model, so a session here
+is the session `check` names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import STATELESS, STDIO, Call, Model, Observer, Seen
+from ..tape import records
+from ..tape.file import Reader
+from ..wire import http, jsonrpc
+
+
+@dataclass
+class Answer:
+    seq: int  # the request's record
+    session: str | None  # recorded session label (None: not JSON-RPC, or before a session existed)
+    http_method: str  # POST / GET / DELETE; "" on stdio
+    request: Any  # the JSON-RPC request or notification the client sent, if any
+    status: int | None = None
+    headers: list = field(default_factory=list)
+    body: Any = None  # the JSON body of a JSON-framed response
+    raw: bytes | None = None  # a body that was not JSON
+    events: list[dict] = field(default_factory=list)  # sse.event records, in order
+    lines: list[dict] = field(default_factory=list)  # stdio: messages written back, in order
+    t: float = 0.0
+    used: int = 0
+
+    @property
+    def method(self) -> str | None:
+        return self.request.get("method") if isinstance(self.request, dict) else None
+
+    @property
+    def sse(self) -> bool:
+        return http.media_type(http.get(self.headers, "content-type")) == http.SSE
+
+
+@dataclass
+class RecordedSession:
+    label: str
+    transport: str
+    answers: list[Answer] = field(default_factory=list)
+    initialize: Answer | None = None
+    dead_status: int | None = None  # what the server answered an unknown/ended session with, when the tape shows it
+
+
+@dataclass
+class Recording:
+    sessions: list[RecordedSession]
+    answers: list[Answer]  # every answer, in tape order
+    paths: set[str]  # HTTP paths the MCP traffic used
+    stdio: bool
+
+
+class _Collect(Observer):
+    def __init__(self) -> None:
+        self.answers: list[Answer] = []
+        self.by_exchange: dict[int, Answer] = {}
+        self.sessions: dict[str, RecordedSession] = {}
+        self.stdio_open: dict[Any, Answer] = {}
+        self.paths: set[str] = set()
+
+    def _session(self, seen: Seen) -> RecordedSession | None:
+        s = seen.session
+        if s is None:
+            return None
+        found = self.sessions.get(s.label)
+        if found is None:
+            found = self.sessions[s.label] = RecordedSession(s.label, s.transport)
+        return found
+
+    def record(self, seen: Seen, model: Model) -> None:
+        r = seen.record
+        kind = r["kind"]
+        if kind == records.HTTP_REQUEST and r.get("mcp"):
+            answer = Answer(seen.seq, None, r.get("method", ""), r.get("msg"), t=seen.t)
+            self.by_exchange[r["exchange"]] = answer
+            self.answers.append(answer)
+            self.paths.add(r.get("path", "/"))
+        elif kind == records.HTTP_RESPONSE and (answer := self.by_exchange.get(r.get("exchange"))):
+            answer.status, answer.headers = r.get("status"), r.get("headers") or []
+            answer.body, answer.raw = r.get("msg"), r.get("raw")
+            self._bind(answer, seen)
+        elif kind == records.SSE_EVENT and (answer := self.by_exchange.get(r.get("exchange"))):
+            answer.events.append(r)
+        elif kind == records.STDIO_LINE and "msg" in r:
+            self._stdio(seen)
+        return None
+
+    def _bind(self, answer: Answer, seen: Seen) -> None:
+        session = self._session(seen)
+        if session is None:
+            return
+        answer.session = session.label
+        session.answers.append(answer)
+        if answer.method == "initialize" and session.initialize is None:
+            session.initialize = answer
+        if answer.status in (404, 400, 401, 410) and seen.exchange and seen.exchange.sent_session:
+            session.dead_status = session.dead_status or answer.status
+
+    def _stdio(self, seen: Seen) -> None:
+        r, msg = seen.record, seen.record["msg"]
+        session = self._session(seen)
+        for message in jsonrpc.messages(msg):
+            kind = jsonrpc.kind(message)
+            if r["dir"] == records.C2S:
+                if kind in ("request", "notification"):
+                    answer = Answer(seen.seq, session.label, "", message, t=seen.t)
+                    self.answers.append(answer)
+                    session.answers.append(answer)
+                    if kind == "request":
+                        self.stdio_open[jsonrpc_key(message.get("id"))] = answer
+                    if message.get("method") == "initialize" and session.initialize is None:
+                        session.initialize = answer
+            elif kind in ("response", "error"):
+                answer = self.stdio_open.pop(jsonrpc_key(message.get("id")), None)
+                if answer is not None:
+                    answer.lines.append(message)
+            elif kind == "notification":
+                # notifications go out before the answer of the call they belong to: by progress token, or the
+                # one call in flight
+                token = (message.get("params") or {}).get("progressToken") if isinstance(message.get("params"), dict) else None
+                owner = next((a for a in self.stdio_open.values() if token is not None and _token(a.request) == token),
+                             None)
+                if owner is None and len(self.stdio_open) == 1:
+                    owner = next(iter(self.stdio_open.values()))
+                if owner is not None:
+                    owner.lines.append(message)
+
+    def call(self, call: Call, model: Model) -> None:
+        return None
+
+
+def jsonrpc_key(value: Any) -> Any:
+    return (type(value).__name__, value)
+
+
+def _token(request: Any) -> Any:
+    params = request.get("params") if isinstance(request, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def load(path: str) -> Recording:
+    collect = _Collect()
+    model = Model([collect])
+    for _ in model.feed_tape(path, Reader(path)):
+        pass
+    for _ in model.finish():
+        pass
+    sessions = list(collect.sessions.values())
+    stdio = any(s.transport == STDIO for s in sessions)
+    return Recording(sessions, collect.answers, collect.paths, stdio)
+
+
+def stateless(session: RecordedSession) -> bool:
+    return session.transport == STATELESS
+
+
+def progress_token(request: Any) -> Any:
+    return _token(request)
+
+
+def ordered(items: Iterable[Answer]) -> list[Answer]:
+    return sorted(items, key=lambda a: a.seq)

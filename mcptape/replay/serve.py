@@ -1,0 +1,144 @@
+"""The replay's decisions, with no sockets: which recorded answer a live message gets, rewritten for the live run.
+
+Ids are mapped both ways: the recorded response goes out with the live request's id, recorded progress
+notifications with the live progress token, recorded session ids become fresh live ones. Each live `initialize`
+opens a fresh session bound to the next recorded session, whose answers are searched first.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..wire import jsonrpc
+from . import match
+from .recorded import Answer, RecordedSession, Recording, progress_token
+
+MISS_CODE = -32603
+
+
+@dataclass
+class LiveSession:
+    id: str
+    recorded: RecordedSession | None
+    ended: bool = False
+
+
+@dataclass
+class Outcome:
+    """What to send back for one live message: the recorded answer (rewritten), or an error of our own."""
+
+    answer: Answer | None = None
+    status: int = 200
+    body: Any = None  # for JSON framing (or our own error)
+    events: list[dict] = field(default_factory=list)  # for SSE framing: sse.event records, rewritten
+    lines: list[dict] = field(default_factory=list)  # for stdio
+    session: LiveSession | None = None
+    miss: bool = False
+
+
+class Replayer:
+    def __init__(self, recording: Recording, ignore: list[str] = ()) -> None:
+        self.recording = recording
+        self.ignore = [match.parse_pointer(p) for p in ignore]
+        self.sessions: dict[str, LiveSession] = {}
+        self._next_session = 0
+        self.unmatched: list[str] = []
+        self.session_era = any(s.initialize is not None and s.transport != "stdio" for s in recording.sessions)
+
+    # -- sessions --------------------------------------------------------------------------------------------------
+
+    def open_session(self) -> LiveSession:
+        """A live initialize without a session id: bind it to the next recorded session that has one."""
+        with_init = [s for s in self.recording.sessions if s.initialize is not None]
+        recorded = None
+        if with_init:
+            recorded = with_init[min(self._next_session, len(with_init) - 1)]
+            self._next_session += 1
+        live = LiveSession(uuid.uuid4().hex, recorded)
+        self.sessions[live.id] = live
+        return live
+
+    def dead_status(self, live_id: str | None) -> int:
+        """What an unknown or ended session id gets: the status the recorded server used, else 404."""
+        statuses = [s.dead_status for s in self.recording.sessions if s.dead_status]
+        return statuses[0] if statuses else 404
+
+    # -- answering -------------------------------------------------------------------------------------------------
+
+    def answer(self, live: dict, session: LiveSession | None) -> Outcome:
+        if live.get("method") == "initialize" and session is not None and session.recorded is not None:
+            recorded = session.recorded.initialize
+        else:
+            recorded = match.find(live, self._candidates(session), self.ignore)
+        if recorded is None:
+            return self._miss(live, session)
+        recorded.used += 1
+        events = [self._rewrite_event(e, recorded, live) for e in recorded.events]
+        lines = [self._rewrite(m, recorded, live) for m in recorded.lines]
+        return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, recorded, live),
+                       [e for e in events if e is not None], [m for m in lines if m is not None], session)
+
+    def _candidates(self, session: LiveSession | None) -> list[Answer]:
+        if session is not None and session.recorded is not None:
+            mine = session.recorded.answers
+            return mine + [a for a in self.recording.answers if a.session != session.recorded.label]
+        return self.recording.answers
+
+    def _miss(self, live: dict, session: LiveSession | None) -> Outcome:
+        method = live.get("method")
+        self.unmatched.append(jsonrpc.describe(live))
+        if "id" not in live:
+            return Outcome(status=202, session=session, miss=True)  # a notification needs no answer
+        best, diff = match.closest(live, self._candidates(session), self.ignore)
+        where = f"closest: record {best.seq} {best.method}" if best else "the tape has no requests"
+        if best is not None:
+            differs = match.paths(diff)
+            where += f", differs at {', '.join(differs[:5])}" if differs else ", identical once normalized"
+        error = {"jsonrpc": "2.0", "id": live.get("id"), "error": {
+            "code": MISS_CODE, "message": f"mcptape: no recorded answer for {method} ({where})",
+            "data": {"closest": {"record": best.seq, "request": best.request} if best else None,
+                     "difference": _json_safe(diff)}}}
+        return Outcome(status=200, body=error, lines=[error], session=session, miss=True)
+
+    def unused(self) -> list[Answer]:
+        return [a for a in self.recording.answers
+                if a.used == 0 and isinstance(a.request, dict) and "id" in a.request]
+
+    # -- rewriting -------------------------------------------------------------------------------------------------
+
+    def _rewrite(self, msg: Any, recorded: Answer, live: dict) -> Any:
+        if msg is None:
+            return None
+        if isinstance(msg, list):
+            return [self._rewrite(m, recorded, live) for m in msg]
+        if not isinstance(msg, dict):
+            return msg
+        recorded_id = recorded.request.get("id") if isinstance(recorded.request, dict) else None
+        out = msg
+        if "id" in msg and ("result" in msg or "error" in msg) and msg.get("id") == recorded_id:
+            out = {**msg, "id": live.get("id")}
+        token = progress_token(recorded.request)
+        params = msg.get("params")
+        if token is not None and isinstance(params, dict) and params.get("progressToken") == token:
+            live_token = progress_token(live)
+            if live_token is None:
+                return None  # the live client asked for no progress
+            out = copy.copy(out)
+            out["params"] = {**params, "progressToken": live_token}
+        return out
+
+    def _rewrite_event(self, event: dict, recorded: Answer, live: dict) -> dict | None:
+        if "msg" not in event:
+            return event
+        msg = self._rewrite(event["msg"], recorded, live)
+        return None if msg is None else {**event, "msg": msg}
+
+
+def _json_safe(diff: dict) -> Any:
+    """deepdiff results hold types and sets; the error's data must be plain JSON."""
+    import json
+
+    return json.loads(json.dumps(diff, default=str))

@@ -1,0 +1,154 @@
+"""`mcptape replay`: record real sessions, stop the server, serve the tape back to real clients."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import anyio
+import pytest
+from mcp import StdioServerParameters
+
+from mcptape.demo.client import script
+from mcptape.replay import areplaying, replaying
+from mcptape.tape.file import read
+
+from .conftest import MCPTAPE, run_mcptape, stop
+from .test_record_stdio import DEMO, wrapped
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def recorded_session(demo_server, record, mode: str, *flags: str):
+    rec = record(demo_server(*flags))
+    lines = anyio.run(script, rec.url, mode)
+    rec.stop()
+    return rec.tape, lines
+
+
+def post(url: str, msg: dict, session: str | None = None) -> tuple[int, dict, list[dict]]:
+    """(status, headers, messages) — messages from a JSON body or from every SSE event."""
+    headers = {**HEADERS, **({"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"} if session else {})}
+    request = urllib.request.Request(url, data=json.dumps(msg).encode(), headers=headers)
+    try:
+        response = urllib.request.urlopen(request)
+    except urllib.error.HTTPError as e:
+        response = e
+    body = response.read().decode()
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        messages = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
+    else:
+        messages = [json.loads(body)] if body.strip().startswith("{") else []
+    return response.status, dict(response.headers), messages
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_an_sdk_client_gets_the_recorded_session_back(demo_server, record, mode):
+    tape, direct = recorded_session(demo_server, record, mode, "--event-store")
+    with replaying(str(tape)) as url:  # the server is gone; only the tape answers
+        replayed = anyio.run(script, url, mode)
+    assert replayed == direct  # same results, progress and log callbacks in the recorded order
+
+
+def test_async_api_and_the_replay_log(demo_server, record, tmp_path):
+    tape, direct = recorded_session(demo_server, record, "legacy")
+    log = tmp_path / "log.mcptape"
+
+    async def run() -> list[str]:
+        async with areplaying(str(tape), log=str(log)) as url:
+            return await script(url, "legacy")
+
+    assert anyio.run(run) == direct
+    logged = read(log)
+    methods = [r["msg"]["method"] for r in logged.records if r["kind"] == "http.request" and "method" in r.get("msg", {})]
+    assert methods[:2] == ["initialize", "notifications/initialized"] and "tools/call" in methods
+    checked = run_mcptape("check", str(log), "--format", "json")
+    assert checked.returncode == 0, checked.stdout
+    assert [f for f in json.loads(checked.stdout)["findings"] if f["severity"] != "info"] == []
+
+
+def test_a_stdio_client_gets_the_recorded_session_back(tmp_path):
+    tape = tmp_path / "stdio.mcptape"
+    argv = wrapped(tape, *DEMO)
+    direct = anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    replayed = anyio.run(script, StdioServerParameters(command=MCPTAPE, args=["replay", str(tape), "--stdio"]),
+                         "legacy")
+    assert replayed == direct
+
+
+def test_live_ids_sessions_and_misses(demo_server, record):
+    tape, _ = recorded_session(demo_server, record, "legacy")
+    with replaying(str(tape)) as url:
+        init = {"jsonrpc": "2.0", "id": "init-x", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+        status, headers, [answer] = post(url, init)
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        assert status == 200 and answer["id"] == "init-x" and answer["result"]["protocolVersion"] == "2025-11-25"
+        big = 123456789012345678901234567890
+        call = {"jsonrpc": "2.0", "id": big, "method": "tools/call", "params": {
+            "name": "countdown", "arguments": {"steps": 3}, "_meta": {"progressToken": "tok-9"}}}
+        status, _, messages = post(url, call, session)
+        assert status == 200 and messages[-1]["id"] == big
+        tokens = {m["params"]["progressToken"] for m in messages if m.get("method") == "notifications/progress"}
+        assert tokens == {"tok-9"}  # the recorded token became the live one
+        # a request the tape never saw: a JSON-RPC error naming the closest recorded one and where it differs
+        miss = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 99}}}
+        _, _, [error] = post(url, miss, session)
+        assert error["id"] == 7 and error["error"]["code"] == -32603
+        assert error["error"]["message"].startswith("mcptape: no recorded answer for tools/call")
+        assert "['arguments']['b']" in error["error"]["message"] and error["error"]["data"]["closest"]["record"] >= 0
+        # sessions: none -> 400, unknown -> 404, deleted -> 404
+        assert post(url, miss)[0] == 400
+        assert post(url, miss, "not-a-session")[0] == 404
+        request = urllib.request.Request(url, method="DELETE", headers={"Mcp-Session-Id": session})
+        assert urllib.request.urlopen(request).status == 200
+        assert post(url, miss, session)[0] == 404
+
+
+def test_ignore_pointers_and_the_strict_summary(tmp_path):
+    tape = tmp_path / "stdio.mcptape"
+    argv = wrapped(tape, *DEMO)
+    anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+
+    def ask(*options: str) -> subprocess.CompletedProcess:
+        lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "0.1.0"}}},
+                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 7}}}]
+        return subprocess.run([MCPTAPE, "replay", str(tape), "--stdio", *options], capture_output=True, text=True,
+                              input="".join(json.dumps(m) + "\n" for m in lines), timeout=30)
+
+    missed = ask()
+    answers = [json.loads(line) for line in missed.stdout.splitlines()]
+    assert answers[1]["error"]["code"] == -32603 and missed.returncode == 0
+    assert "1 request(s) unmatched" in missed.stderr
+    matched = ask("--ignore", "/params/arguments/b")
+    answers = [json.loads(line) for line in matched.stdout.splitlines()]
+    assert answers[1]["result"]["structuredContent"] == {"result": 5}  # the recorded 2 + 3
+    assert ask("--strict").returncode == 1  # unmatched and unused requests
+    assert "--pace" in run_mcptape("replay", str(tape), "--pace", "slow").stderr
+
+
+def test_the_replay_command_prints_its_url_and_stops_cleanly(demo_server, record):
+    tape, direct = recorded_session(demo_server, record, "legacy")
+    proc = subprocess.Popen([MCPTAPE, "replay", str(tape)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", proc.stdout.readline()).group(1)
+        assert anyio.run(script, url, "legacy") == direct
+    finally:
+        stop(proc, __import__("signal").SIGINT)
+    assert proc.returncode == 0
+    assert "0 request(s) unmatched" in proc.stderr.read()
+
+
+def test_replay_does_not_import_mitmproxy(tmp_path):
+    tape = tmp_path / "stdio.mcptape"
+    argv = wrapped(tape, sys.executable, "-c", "pass")
+    subprocess.run(argv, stdin=subprocess.DEVNULL, check=True)
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcptape", "replay", str(tape), "--stdio"],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-500:]
+    assert "mitmproxy" not in result.stderr and "deepdiff" not in result.stderr
