@@ -152,3 +152,29 @@ def test_replay_does_not_import_mitmproxy(tmp_path):
                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-500:]
     assert "mitmproxy" not in result.stderr and "deepdiff" not in result.stderr
+
+
+def test_a_resumed_stream_is_served_from_the_tape(demo_server, record, tmp_path):
+    """Recorded against the SDK server with an event store: the tool drops its stream, the client resumes with
+    Last-Event-ID. Replayed, the client resumes the same way and gets the rest, answer included."""
+    from mcp import Client
+
+    async def run(url: str) -> list[str]:
+        logs: list[str] = []
+
+        async def on_log(params) -> None:
+            logs.append(params.data)
+
+        async with Client(url, mode="legacy", logging_callback=on_log) as client:
+            result = await client.call_tool("reconnect", {})
+        return logs + [result.content[0].text]
+
+    rec = record(demo_server("--event-store"))
+    direct = anyio.run(run, rec.url)
+    rec.stop()
+    log = tmp_path / "log.mcptape"
+    with replaying(str(rec.tape), log=str(log)) as url:
+        assert anyio.run(run, url) == direct == ["before the disconnect", "after the reconnect", "reconnected"]
+    requests = [r for r in read(log).records if r["kind"] == "http.request"]
+    resumed = [r for r in requests if dict((k.lower(), v) for k, v in r["headers"]).get("last-event-id")]
+    assert len(resumed) == 1 and resumed[0]["method"] == "GET"

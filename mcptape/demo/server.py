@@ -67,6 +67,16 @@ def reply(thread_id: str, message: str) -> str:
     return f"{len(_threads[thread_id])} messages in {thread_id}"
 
 
+@server.tool()
+async def reconnect(ctx: Context) -> str:
+    """Drop this call's SSE stream halfway (with --event-store the client resumes with Last-Event-ID)."""
+    await ctx.info("before the disconnect")
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.3)
+    await ctx.info("after the reconnect")
+    return "reconnected"
+
+
 @server.resource("demo://hello")
 def hello() -> str:
     return "hello from a resource"
@@ -133,7 +143,7 @@ def main() -> None:
     else:
         app = server.streamable_http_app(
             json_response=a.json, stateless_http=a.stateless, host="127.0.0.1",
-            event_store=MemoryEventStore() if a.event_store else None,
+            event_store=MemoryEventStore() if a.event_store else None, retry_interval=100 if a.event_store else None,
         )
     if a.handshake_only:
         app = handshake_only(app)

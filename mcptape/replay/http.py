@@ -90,7 +90,7 @@ class HttpReplay:
                     event.set()
             return await self._send(conn, key, 200, [], b"")
         if req.method == "GET":
-            return await self._get_stream(conn, key, session)
+            return await self._get_stream(conn, key, session, http.get(req.headers, http.LAST_EVENT_ID))
         if req.method != "POST":
             return await self._send(conn, key, 405, [("allow", "GET, POST, DELETE")], b"")
         parsed = jsonrpc.parse(req.body)
@@ -126,7 +126,8 @@ class HttpReplay:
         if outcome.session is not None:
             headers.append((http.SESSION_ID, outcome.session.id))
         if answer is not None and answer.sse:
-            return await self._send_events(conn, key, outcome.status, headers, outcome.events, answer.t)
+            await self._send_events(conn, key, outcome.status, headers, outcome.events, answer.t)
+            return self._finish_events(conn, key, outcome.status, headers, answer.end)
         if outcome.body is not None:
             body = _json_bytes(outcome.body)
             if not any(k.lower() == "content-type" for k, _ in headers):
@@ -145,8 +146,8 @@ class HttpReplay:
 
     async def _send_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
                            start: float) -> None:
-        headers = [*headers, ("transfer-encoding", "chunked")]
-        conn.write(_head(status, headers))
+        """The head and every event, at the recorded pace; the caller decides how the stream ends."""
+        conn.write(_head(status, [*headers, ("transfer-encoding", "chunked")]))
         stream = self._log_stream(key, status, headers)
         previous = start
         for record in events:
@@ -159,22 +160,37 @@ class HttpReplay:
             conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             if stream is not None:
                 stream.record(chunk)
-        conn.write(b"0\r\n\r\n")
-        if self.log is not None:
-            self.log.response(key, time.time(), status, _reason(status), headers, b"")
+
+    def _finish_events(self, conn: _Connection, key: int, status: int, headers: list, end: str | None) -> None:
+        """End the stream as the recorded one ended: cleanly, or by dropping the connection (a server that
+        expected a Last-Event-ID resume, or one that died)."""
+        if end in (None, records.COMPLETE, records.CLIENT_DISCONNECTED, records.PROXY_STOPPED):
+            conn.write(b"0\r\n\r\n")
+            if self.log is not None:
+                self.log.response(key, time.time(), status, _reason(status), headers, b"")
+        else:
+            conn.abort()
+            if self.log is not None:
+                self.log.failed(key, time.time(), records.UPSTREAM_RESET, f"replayed as recorded: {end}")
 
     def _log_stream(self, key: int, status: int, headers: list) -> SSEStream | None:
         if self.log is None:
             return None
         return self.log.response_head(key, time.time(), status, _reason(status), headers)
 
-    async def _get_stream(self, conn: _Connection, key: int, session: LiveSession | None) -> None:
-        """The standalone GET stream: open, quiet, until the session ends or the client leaves."""
-        headers = [("content-type", http.SSE), ("cache-control", "no-cache"), ("transfer-encoding", "chunked")]
+    async def _get_stream(self, conn: _Connection, key: int, session: LiveSession | None,
+                          last_event_id: str | None) -> None:
+        """A GET stream: with Last-Event-ID, the recorded resumption of that stream (its replayed events, then the
+        rest, the POST's answer included); without, the session's standalone stream. What the recorded server
+        sent is delivered, then the stream stays open until the session ends or the client leaves."""
+        headers = [("content-type", http.SSE), ("cache-control", "no-cache")]
         if session is not None:
             headers.append((http.SESSION_ID, session.id))
-        conn.write(_head(200, headers))
-        self._log_stream(key, 200, headers)
+        outcome = self.replayer.resume(last_event_id, session)
+        recorded = outcome.answer if outcome else None
+        await self._send_events(conn, key, 200, headers, outcome.events if outcome else [], recorded.t if recorded else 0)
+        if last_event_id is not None and recorded is not None and recorded.end == records.COMPLETE:
+            return self._finish_events(conn, key, 200, headers, recorded.end)
         done = asyncio.Event()
         if session is not None:
             self._streams.setdefault(session.id, []).append(done)
@@ -244,6 +260,10 @@ class _Connection(asyncio.Protocol):
     def write(self, data: bytes) -> None:
         if not self.closed and self.transport is not None:
             self.transport.write(data)
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
 
     async def _work(self) -> None:
         # one request at a time per connection, in order (HTTP/1.1 pipelining)

@@ -8,11 +8,10 @@ is the session `check` names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import STATELESS, STDIO, Call, Model, Observer, Seen
+from ..model import STDIO, Model, Observer, Seen
 from ..tape import records
 from ..tape.file import Reader
 from ..wire import http, jsonrpc
@@ -32,6 +31,8 @@ class Answer:
     lines: list[dict] = field(default_factory=list)  # stdio: messages written back, in order
     t: float = 0.0
     used: int = 0
+    last_event_id: str | None = None  # a GET that resumed a stream
+    end: str | None = None  # how the recorded exchange ended
 
     @property
     def method(self) -> str | None:
@@ -80,7 +81,8 @@ class _Collect(Observer):
         r = seen.record
         kind = r["kind"]
         if kind == records.HTTP_REQUEST and r.get("mcp"):
-            answer = Answer(seen.seq, None, r.get("method", ""), r.get("msg"), t=seen.t)
+            answer = Answer(seen.seq, None, r.get("method", ""), r.get("msg"), t=seen.t,
+                            last_event_id=http.get(r.get("headers") or [], http.LAST_EVENT_ID))
             self.by_exchange[r["exchange"]] = answer
             self.answers.append(answer)
             self.paths.add(r.get("path", "/"))
@@ -90,6 +92,8 @@ class _Collect(Observer):
             self._bind(answer, seen)
         elif kind == records.SSE_EVENT and (answer := self.by_exchange.get(r.get("exchange"))):
             answer.events.append(r)
+        elif kind == records.END and (answer := self.by_exchange.get(r.get("exchange"))):
+            answer.end = r.get("reason")
         elif kind == records.STDIO_LINE and "msg" in r:
             self._stdio(seen)
         return None
@@ -134,9 +138,6 @@ class _Collect(Observer):
                 if owner is not None:
                     owner.lines.append(message)
 
-    def call(self, call: Call, model: Model) -> None:
-        return None
-
 
 def jsonrpc_key(value: Any) -> Any:
     return (type(value).__name__, value)
@@ -160,13 +161,5 @@ def load(path: str) -> Recording:
     return Recording(sessions, collect.answers, collect.paths, stdio)
 
 
-def stateless(session: RecordedSession) -> bool:
-    return session.transport == STATELESS
-
-
 def progress_token(request: Any) -> Any:
     return _token(request)
-
-
-def ordered(items: Iterable[Answer]) -> list[Answer]:
-    return sorted(items, key=lambda a: a.seq)

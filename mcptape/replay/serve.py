@@ -7,7 +7,6 @@ opens a fresh session bound to the next recorded session, whose answers are sear
 
 from __future__ import annotations
 
-import copy
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,10 @@ class LiveSession:
     id: str
     recorded: RecordedSession | None
     ended: bool = False
+    # recorded -> live, filled as answers are served, so a message delivered later (on a resumed or GET stream)
+    # still goes out with the live request's id and progress token
+    ids: dict = field(default_factory=dict)
+    tokens: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -47,6 +50,7 @@ class Replayer:
         self._next_session = 0
         self.unmatched: list[str] = []
         self.session_era = any(s.initialize is not None and s.transport != "stdio" for s in recording.sessions)
+        self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
 
     # -- sessions --------------------------------------------------------------------------------------------------
 
@@ -76,9 +80,28 @@ class Replayer:
         if recorded is None:
             return self._miss(live, session)
         recorded.used += 1
-        events = [self._rewrite_event(e, recorded, live) for e in recorded.events]
-        lines = [self._rewrite(m, recorded, live) for m in recorded.lines]
-        return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, recorded, live),
+        maps = session or self.sessionless
+        if isinstance(recorded.request, dict) and "id" in recorded.request:
+            maps.ids[_key(recorded.request["id"])] = live.get("id")
+        token = progress_token(recorded.request)
+        if token is not None:
+            maps.tokens[_key(token)] = progress_token(live)
+        return self._outcome(recorded, maps, session)
+
+    def resume(self, last_event_id: str | None, session: LiveSession | None) -> Outcome | None:
+        """A GET: with Last-Event-ID, the recorded GET that resumed from that event; without, the session's
+        recorded standalone stream (its messages are delivered on the live one)."""
+        pool = session.recorded.answers if session is not None and session.recorded else self.recording.answers
+        for recorded in pool:
+            if recorded.http_method == "GET" and recorded.last_event_id == last_event_id and not recorded.used:
+                recorded.used += 1
+                return self._outcome(recorded, session or self.sessionless, session)
+        return None
+
+    def _outcome(self, recorded: Answer, maps: LiveSession, session: LiveSession | None) -> Outcome:
+        events = [self._rewrite_event(e, maps) for e in recorded.events]
+        lines = [self._rewrite(m, maps) for m in recorded.lines]
+        return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
                        [e for e in events if e is not None], [m for m in lines if m is not None], session)
 
     def _candidates(self, session: LiveSession | None) -> list[Answer]:
@@ -109,32 +132,32 @@ class Replayer:
 
     # -- rewriting -------------------------------------------------------------------------------------------------
 
-    def _rewrite(self, msg: Any, recorded: Answer, live: dict) -> Any:
-        if msg is None:
-            return None
+    def _rewrite(self, msg: Any, maps: LiveSession) -> Any:
         if isinstance(msg, list):
-            return [self._rewrite(m, recorded, live) for m in msg]
+            return [self._rewrite(m, maps) for m in msg]
         if not isinstance(msg, dict):
             return msg
-        recorded_id = recorded.request.get("id") if isinstance(recorded.request, dict) else None
         out = msg
-        if "id" in msg and ("result" in msg or "error" in msg) and msg.get("id") == recorded_id:
-            out = {**msg, "id": live.get("id")}
-        token = progress_token(recorded.request)
+        if ("result" in msg or "error" in msg) and _key(msg.get("id")) in maps.ids:
+            out = {**msg, "id": maps.ids[_key(msg.get("id"))]}
         params = msg.get("params")
-        if token is not None and isinstance(params, dict) and params.get("progressToken") == token:
-            live_token = progress_token(live)
-            if live_token is None:
-                return None  # the live client asked for no progress
-            out = copy.copy(out)
-            out["params"] = {**params, "progressToken": live_token}
+        if msg.get("method") == "notifications/progress" and isinstance(params, dict):
+            token = _key(params.get("progressToken"))
+            if token in maps.tokens:
+                if maps.tokens[token] is None:
+                    return None  # the live client asked for no progress
+                out = {**out, "params": {**params, "progressToken": maps.tokens[token]}}
         return out
 
-    def _rewrite_event(self, event: dict, recorded: Answer, live: dict) -> dict | None:
+    def _rewrite_event(self, event: dict, maps: LiveSession) -> dict | None:
         if "msg" not in event:
             return event
-        msg = self._rewrite(event["msg"], recorded, live)
+        msg = self._rewrite(event["msg"], maps)
         return None if msg is None else {**event, "msg": msg}
+
+
+def _key(value: Any) -> Any:
+    return (type(value).__name__, value) if not isinstance(value, (dict, list)) else repr(value)
 
 
 def _json_safe(diff: dict) -> Any:
