@@ -1,0 +1,183 @@
+"""Replay speed: requests/s and server CPU per call of `mcptape replay` vs the real SDK server it recorded (and vs
+`mcp-cassette serve`, the closest tool on PyPI, when its command is given), plus time from start to first answer.
+
+    .venv/bin/python bench/replay_speed.py [--calls 2000] [--rounds 5] [--cassette /path/to/venv/bin/mcp-cassette]
+
+mcp-cassette is not a dependency: install it in a venv of its own (`pip install 'mcp-cassette[http]'`, Python 3.12+)
+and pass its command. The same client (raw HTTP/1.1 keep-alive: initialize, then N identical tools/call) drives
+every server, in interleaved shuffled rounds. CPU per call is the server process's user+system time over the
+calls (from /proc). Goals: >= 5x the SDK server's throughput, <= 150 us of replay CPU per call, <= 150 ms from
+start to first answered request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+TICK = os.sysconf("SC_CLK_TCK")
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
+CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        m = re.match(r"http://([^:/]+):(\d+)(/\S*)", url)
+        self.path = m.group(3)
+        self.conn = http.client.HTTPConnection(m.group(1), int(m.group(2)), timeout=30)
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def post(self, msg: dict) -> bytes:
+        self.conn.request("POST", self.path, body=json.dumps(msg), headers=self.headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.status >= 400:
+            raise RuntimeError(f"{response.status}: {body[:200]!r}")
+        if sid := response.getheader("mcp-session-id"):
+            self.headers.update({"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+        return body
+
+    def session(self, calls: int) -> None:
+        self.post(INIT)
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for i in range(calls):
+            body = self.post({**CALL, "id": i + 2})
+            assert b'"result"' in body, body[:300]
+
+
+def wait_for(url: str, proc: subprocess.Popen, timeout: float = 30) -> float:
+    """Seconds until an initialize is answered."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if proc.poll() is not None:
+            raise SystemExit(f"{proc.args} exited: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            Client(url).post(INIT)
+            return time.perf_counter() - start
+        except (OSError, RuntimeError, http.client.HTTPException):
+            time.sleep(0.005)
+    raise SystemExit(f"{url} never answered")
+
+
+def start(argv: list[str], url_from_output: bool = False, url: str | None = None,
+          marker: str = "") -> tuple[subprocess.Popen, str, float]:
+    """Start a server; its URL is given, or read from the first output line holding `marker` and a URL."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if url_from_output:
+        while True:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise SystemExit(f"{argv[0]} exited")
+            found = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
+            if found and marker in line:
+                break
+        url = found.group(1).rstrip(".,)")
+    waited = wait_for(url, proc)
+    return proc, url, time.perf_counter() - t0 if url_from_output else waited
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--cassette", help="the mcp-cassette command (from its own venv)")
+    a = p.parse_args()
+    procs: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            port = free_port()
+            sdk_url = f"http://127.0.0.1:{port}/mcp"
+            sdk, _, _ = start([sys.executable, "-m", "mcptape.demo.server", "--port", str(port)], url=sdk_url)
+            procs.append(sdk)
+            tape = f"{tmp}/bench.mcptape"
+            rec, rec_url, _ = start([str(BIN / "mcptape"), "record", "--upstream", sdk_url, "--listen", "127.0.0.1:0",
+                                     "-o", tape], url_from_output=True, marker="point your MCP client")
+            Client(rec_url).session(3)
+            rec.send_signal(signal.SIGINT)
+            rec.wait()
+            targets = {"sdk server": (sdk, sdk_url)}
+            replay, replay_url, _ = start([str(BIN / "mcptape"), "replay", tape], url_from_output=True)
+            procs.append(replay)
+            targets["mcptape replay"] = (replay, replay_url)
+            if a.cassette:
+                cassette_file = f"{tmp}/bench.cassette.json"
+                crec, crec_url, _ = start([a.cassette, "record", "--cassette", cassette_file, "--url", sdk_url],
+                                          url_from_output=True)
+                Client(crec_url).session(3)
+                crec.send_signal(signal.SIGINT)
+                crec.wait()
+                cas, cas_url, _ = start([a.cassette, "serve", "--ordering", "none", cassette_file], url_from_output=True)
+                procs.append(cas)
+                targets["mcp-cassette serve"] = (cas, cas_url)
+            for proc, url in targets.values():
+                Client(url).session(50)  # warm up
+            rate: dict[str, list[float]] = {name: [] for name in targets}
+            cpu: dict[str, list[float]] = {name: [] for name in targets}
+            for _ in range(a.rounds):
+                order = list(targets)
+                random.shuffle(order)
+                for name in order:
+                    proc, url = targets[name]
+                    before, t0 = cpu_seconds(proc.pid), time.perf_counter()
+                    Client(url).session(a.calls)
+                    elapsed, used = time.perf_counter() - t0, cpu_seconds(proc.pid) - before
+                    rate[name].append((a.calls + 2) / elapsed)
+                    cpu[name].append(used / (a.calls + 2) * 1e6)
+            startup: dict[str, list[float]] = {"mcptape replay": []}
+            for _ in range(5):
+                proc, _, seconds = start([str(BIN / "mcptape"), "replay", tape], url_from_output=True)
+                startup["mcptape replay"].append(seconds)
+                proc.send_signal(signal.SIGINT)
+                proc.wait()
+                if a.cassette:
+                    proc, _, seconds = start([a.cassette, "serve", "--ordering", "none", cassette_file],
+                                             url_from_output=True)
+                    startup.setdefault("mcp-cassette serve", []).append(seconds)
+                    proc.send_signal(signal.SIGINT)
+                    proc.wait()
+        finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)
+            for proc in procs:
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    sdk_rate = statistics.median(rate["sdk server"])
+    print(f"{a.rounds} interleaved rounds x {a.calls} tools/call, raw HTTP/1.1 keep-alive client, median")
+    for name in targets:
+        r, c = statistics.median(rate[name]), statistics.median(cpu[name])
+        print(f"  {name:19} {r:8.0f} req/s ({r / sdk_rate:4.1f}x the SDK server)  server CPU {c:6.0f} us/call")
+    for name, values in startup.items():
+        print(f"  {name:19} start to first answered request: {statistics.median(values) * 1000:.0f} ms")
+    print("  goals: >= 5x the SDK server, <= 150 us replay CPU per call, <= 150 ms to first answer")
+
+
+if __name__ == "__main__":
+    main()
