@@ -88,7 +88,7 @@ def start(argv: list[str], url_from_output: bool = False, url: str | None = None
           marker: str = "") -> tuple[subprocess.Popen, str, float]:
     """Start a server; its URL is given, or read from the first output line holding `marker` and a URL."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if url_from_output:
         while True:
             line = proc.stdout.readline()

@@ -33,6 +33,7 @@ class Answer:
     used: int = 0
     last_event_id: str | None = None  # a GET that resumed a stream
     end: str | None = None  # how the recorded exchange ended
+    shape: Any = None  # the request as matching sees it (set by match.find)
 
     @property
     def method(self) -> str | None:
