@@ -178,3 +178,29 @@ def test_a_resumed_stream_is_served_from_the_tape(demo_server, record, tmp_path)
     requests = [r for r in read(log).records if r["kind"] == "http.request"]
     resumed = [r for r in requests if dict((k.lower(), v) for k, v in r["headers"]).get("last-event-id")]
     assert len(resumed) == 1 and resumed[0]["method"] == "GET"
+
+
+def test_a_server_initiated_request_waits_for_the_clients_answer(demo_server, record, tmp_path):
+    """elicitation/create rides on the tools/call stream; the replay sends it and waits for the client's answer
+    before the result, as the recorded server did."""
+    import mcp_types as types
+    from mcp import Client
+
+    async def run(url: str, name: str) -> str:
+        async def on_elicit(context, params):
+            await anyio.sleep(0.3)  # a slow user: the result must not come before the answer
+            return types.ElicitResult(action="accept", content={"name": name})
+
+        async with Client(url, mode="legacy", elicitation_callback=on_elicit) as client:
+            return (await client.call_tool("greet", {})).content[0].text
+
+    rec = record(demo_server())
+    assert anyio.run(run, rec.url, "Ada") == "hello Ada"
+    rec.stop()
+    log = tmp_path / "log.mcptape"
+    with replaying(str(rec.tape), log=str(log)) as url:
+        assert anyio.run(run, url, "Ada") == "hello Ada"
+    records = read(log).records
+    answer = next(r for r in records if r["kind"] == "http.request" and "result" in r.get("msg", {}))
+    result = next(r for r in records if r["kind"] == "sse.event" and r.get("msg", {}).get("result", {}).get("content"))
+    assert answer["t"] < result["t"]  # the replay waited for the client's answer

@@ -12,6 +12,7 @@ import json
 import warnings
 
 import anyio
+from pydantic import BaseModel
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -75,6 +76,17 @@ async def reconnect(ctx: Context) -> str:
     await anyio.sleep(0.3)
     await ctx.info("after the reconnect")
     return "reconnected"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def greet(ctx: Context) -> str:
+    """Ask the client for a name (a server-to-client elicitation/create request), then greet."""
+    answer = await ctx.elicit("What is your name?", Name)
+    return f"hello {answer.data.name}" if answer.action == "accept" else f"no name ({answer.action})"
 
 
 @server.resource("demo://hello")

@@ -59,12 +59,15 @@ class Request:
 
 
 class HttpReplay:
+    ANSWER_TIMEOUT = 30.0  # how long a server-initiated request waits for the client's answer
+
     def __init__(self, replayer: Replayer, log: HttpCapture | None = None, pace: Pace | None = None) -> None:
         self.replayer = replayer
         self.log = log
         self.pace = pace
         self.paths = replayer.recording.paths or {"/mcp"}
         self._streams: dict[str, list[asyncio.Event]] = {}  # live session id -> its open GET streams
+        self._waiting: dict[tuple, asyncio.Future] = {}  # (live session id, request id) -> the client's answer
         self._keys = 0
 
     def protocol(self) -> asyncio.Protocol:
@@ -99,6 +102,8 @@ class HttpReplay:
             return await self._send(conn, key, 400, [("content-type", http.JSON)], _json_bytes(error))
         msg = parsed.msg
         if not isinstance(msg, dict) or jsonrpc.kind(msg) not in ("request", "notification"):
+            if isinstance(msg, dict) and (waiter := self._waiting.pop(_waiter(session, msg.get("id")), None)):
+                waiter.set_result(msg)  # the client answered a server-initiated request: the stream goes on
             return await self._send(conn, key, 202, [], b"")  # a response to the server, a batch: accepted
         if msg.get("method") == "initialize" and session is None and self.replayer.session_era:
             session = self.replayer.open_session()
@@ -126,7 +131,7 @@ class HttpReplay:
         if outcome.session is not None:
             headers.append((http.SESSION_ID, outcome.session.id))
         if answer is not None and answer.sse:
-            await self._send_events(conn, key, outcome.status, headers, outcome.events, answer.t)
+            await self._send_events(conn, key, outcome.status, headers, outcome.events, answer.t, outcome.session)
             return self._finish_events(conn, key, outcome.status, headers, answer.end)
         if outcome.body is not None:
             body = _json_bytes(outcome.body)
@@ -145,8 +150,10 @@ class HttpReplay:
             self.log.response(key, time.time(), status, _reason(status), headers, body)
 
     async def _send_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
-                           start: float) -> None:
-        """The head and every event, at the recorded pace; the caller decides how the stream ends."""
+                           start: float, session: LiveSession | None = None) -> None:
+        """The head and every event, at the recorded pace; after a server-initiated request (sampling,
+        elicitation, roots) it waits for the client's answer, as the recorded server did. The caller decides how
+        the stream ends."""
         conn.write(_head(status, [*headers, ("transfer-encoding", "chunked")]))
         stream = self._log_stream(key, status, headers)
         previous = start
@@ -160,6 +167,13 @@ class HttpReplay:
             conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             if stream is not None:
                 stream.record(chunk)
+            msg = record.get("msg")
+            if isinstance(msg, dict) and jsonrpc.kind(msg) == "request":
+                waiter = self._waiting[_waiter(session, msg.get("id"))] = asyncio.get_running_loop().create_future()
+                try:
+                    await asyncio.wait_for(waiter, self.ANSWER_TIMEOUT)
+                except TimeoutError:
+                    self._waiting.pop(_waiter(session, msg.get("id")), None)
 
     def _finish_events(self, conn: _Connection, key: int, status: int, headers: list, end: str | None) -> None:
         """End the stream as the recorded one ended: cleanly, or by dropping the connection (a server that
@@ -202,6 +216,10 @@ class HttpReplay:
                 self.log.response(key, time.time(), 200, "OK", headers, b"")
         elif self.log is not None:
             self.log.failed(key, time.time(), records.CLIENT_DISCONNECTED)
+
+
+def _waiter(session: LiveSession | None, request_id) -> tuple:
+    return (session.id if session else "", type(request_id).__name__, request_id)
 
 
 def _event(record: dict) -> sse.Event:

@@ -20,14 +20,27 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
         if log is not None:
             log.write(records.stdio_line(time.time(), direction, line))
 
-    for raw in stdin:
+    def read() -> dict | None:
+        raw = stdin.readline()
+        if not raw:
+            raise EOFError
         line = raw.rstrip(b"\r\n")
         note(records.C2S, line)
         msg = jsonrpc.parse(line).msg
-        if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
-            continue
-        for out in replayer.answer(msg, session).lines:
-            data = json_form.dumps(out).encode()
-            stdout.write(data + b"\n")
-            stdout.flush()
-            note(records.S2C, data)
+        return msg if isinstance(msg, dict) else None
+
+    try:
+        while True:
+            msg = read()
+            if msg is None or jsonrpc.kind(msg) != "request":
+                continue
+            for out in replayer.answer(msg, session).lines:
+                data = json_form.dumps(out).encode()
+                stdout.write(data + b"\n")
+                stdout.flush()
+                note(records.S2C, data)
+                if jsonrpc.kind(out) == "request":  # server-initiated: wait for the client's answer, as recorded
+                    while (answer := read()) is None or answer.get("id") != out.get("id") or "method" in answer:
+                        pass
+    except EOFError:
+        return
