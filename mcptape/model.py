@@ -206,13 +206,13 @@ class Model:
             yield from observer.finish(self)
 
     def _settle(self, call: Call) -> list[Any]:
-        key = (id(call.session), call.dir, _key(call.id))
+        key = (id(call.session), call.dir, jsonrpc.id_key(call.id))
         if self._calls.get(key) is call:
             del self._calls[key]
         self._settled.remember(key, call)
         token = call.progress_token
         if token is not None:
-            token_key = (id(call.session), _key(token))
+            token_key = (id(call.session), jsonrpc.id_key(token))
             if self._progress_tokens.get(token_key) is call:
                 del self._progress_tokens[token_key]
             self._settled_tokens.remember(token_key, call)
@@ -318,7 +318,7 @@ class Model:
     def _request(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None) -> None:
         call = Call(self.tape, session, direction, msg.get("id"), str(msg.get("method")), msg, seen.seq,
                     seen.t, ex, injected=bool(seen.record.get("injected")))
-        key = (id(session), direction, _key(call.id))
+        key = (id(session), direction, jsonrpc.id_key(call.id))
         if (version := _modern_version(msg)) is not None:
             session.version = version
         earlier = self._calls.get(key)
@@ -330,14 +330,14 @@ class Model:
         self._calls[key] = call
         token = call.progress_token = _progress_token(msg)
         if token is not None:
-            self._progress_tokens[(id(session), _key(token))] = call
+            self._progress_tokens[(id(session), jsonrpc.id_key(token))] = call
         if call.method == "initialize":
             session.initialized = False
 
     def _response(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None,
                   settled: list[Call]) -> None:
         asked = records.C2S if direction == records.S2C else records.S2C
-        key = (id(session), asked, _key(msg.get("id")))
+        key = (id(session), asked, jsonrpc.id_key(msg.get("id")))
         call = self._calls.get(key)
         if call is None and msg.get("id") is None and ex is not None and asked == records.C2S:
             # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers the
@@ -364,11 +364,11 @@ class Model:
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         t = seen.t
         if msg.get("method") == "notifications/cancelled":
-            call = self._calls.get((id(session), direction, _key(params.get("requestId"))))
+            call = self._calls.get((id(session), direction, jsonrpc.id_key(params.get("requestId"))))
             if call is not None and call.cancel is None:
                 call.cancel = (seen.seq, t, params.get("reason"))
         elif msg.get("method") == "notifications/progress":
-            token = _key(params.get("progressToken"))
+            token = jsonrpc.id_key(params.get("progressToken"))
             call = self._progress_tokens.get((id(session), token))
             if call is not None:
                 call.progress.append((seen.seq, t, params.get("progress")))
@@ -397,13 +397,6 @@ class _Recent:
     def get(self, key: Any) -> Any:
         found = self.new.get(key)
         return self.old.get(key) if found is None else found
-
-
-def _key(value: Any) -> Any:
-    """Ids compare as JSON values: 1 and "1" are different ids (they are different dict keys too); anything else
-    (a bool, a float, an object: not valid ids, but seen on the wire) is keyed by its type and text."""
-    kind = type(value)
-    return value if kind is str or kind is int else (kind.__name__, repr(value))
 
 
 def _modern_version(msg: dict) -> str | None:

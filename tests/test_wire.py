@@ -98,3 +98,18 @@ def test_http_helpers_and_streaming_decoders():
         assert b"".join(decoder.decode(packed[i:i + 100]) for i in range(0, len(packed), 100)) == payload
     with pytest.raises(ValueError, match="unsupported"):
         http.Decoder("compress")
+
+
+def test_json_pointers_drop_without_touching_the_original():
+    from mcptape.wire import pointer
+
+    value = {"params": {"arguments": {"now": 1, "a": 2}, "list": [1, 2, 3]}, "a/b": {"~": 1}}
+    assert pointer.without(value, pointer.parse("/params/arguments/now")) == {
+        "params": {"arguments": {"a": 2}, "list": [1, 2, 3]}, "a/b": {"~": 1}}
+    assert pointer.without(value, pointer.parse("/params/list/1"))["params"]["list"] == [1, None, 3]
+    assert pointer.without(value, pointer.parse("/a~1b/~0")) == {**value, "a/b": {}}
+    assert pointer.without(value, pointer.parse("/missing/x")) == value
+    assert value["params"]["arguments"] == {"now": 1, "a": 2}
+    with pytest.raises(ValueError, match="starts with /"):
+        pointer.parse("params")
+    assert jsonrpc.id_key(1) != jsonrpc.id_key("1") and jsonrpc.id_key(True) != jsonrpc.id_key(1)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Call, Model, Observer
+from ..wire import pointer
 from ..tape.file import Reader
 from .rules import Finding, all_rules
 
@@ -114,8 +115,8 @@ def _outcome(call: Call) -> str:
 def _strip(value: Any, pointers: list[list[str]]) -> Any:
     """A copy without the ignored parts: JSON pointers (relative to the message) and per-run noise."""
     value = _drop_noise(value)
-    for pointer in pointers:
-        _drop(value, pointer)
+    for path in pointers:
+        value = pointer.without(value, path)
     return value
 
 
@@ -130,31 +131,8 @@ def _drop_noise(value: Any) -> Any:
     return value
 
 
-def _drop(value: Any, pointer: list[str]) -> None:
-    for i, part in enumerate(pointer):
-        last = i == len(pointer) - 1
-        if isinstance(value, dict) and part in value:
-            if last:
-                del value[part]
-                return
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            if last:
-                value[int(part)] = None
-                return
-            value = value[int(part)]
-        else:
-            return
-
-
-def parse_pointer(text: str) -> list[str]:
-    if not text.startswith("/"):
-        raise ValueError(f"--ignore {text!r}: a JSON pointer starts with / (e.g. /result/content/0/text)")
-    return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
-
-
 def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
-    pointers = [parse_pointer(p) for p in ignore]
+    pointers = [pointer.parse(p) for p in ignore]
     (calls_a, findings_a), (calls_b, findings_b) = _read_both(path_a, path_b)
     out: list[Difference] = []
     for key in sorted(calls_a.keys() | calls_b.keys()):

@@ -11,15 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..wire import pointer
 from .recorded import Answer
 
 VOLATILE_META = ("progressToken", "traceparent", "tracestate", "baggage")
-
-
-def parse_pointer(text: str) -> list[str]:
-    if not text.startswith("/"):
-        raise ValueError(f"--ignore {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
-    return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
 
 
 def normalize(msg: Any, ignore: list[list[str]]) -> Any:
@@ -37,23 +32,9 @@ def normalize(msg: Any, ignore: list[list[str]]) -> Any:
             else:
                 del params["_meta"]
     shaped = {"method": msg.get("method"), "params": params}
-    for pointer in ignore:
-        _drop(shaped, pointer)
+    for path in ignore:
+        shaped = pointer.without(shaped, path)
     return shaped
-
-
-def _drop(value: Any, pointer: list[str]) -> None:
-    """Remove what a pointer names, copying dicts on the way so recorded data is never changed."""
-    parent, key = None, None
-    for part in pointer:
-        if isinstance(value, dict) and part in value:
-            if parent is not None:
-                parent[key] = value = dict(value)
-            parent, key, value = value, part, value[part]
-        else:
-            return
-    if parent is not None:
-        del parent[key]
 
 
 def find(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -> Answer | None:

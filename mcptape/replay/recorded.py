@@ -121,11 +121,11 @@ class _Collect(Observer):
                     self.answers.append(answer)
                     session.answers.append(answer)
                     if kind == "request":
-                        self.stdio_open[jsonrpc_key(message.get("id"))] = answer
+                        self.stdio_open[jsonrpc.id_key(message.get("id"))] = answer
                     if message.get("method") == "initialize" and session.initialize is None:
                         session.initialize = answer
             elif kind in ("response", "error"):
-                answer = self.stdio_open.pop(jsonrpc_key(message.get("id")), None)
+                answer = self.stdio_open.pop(jsonrpc.id_key(message.get("id")), None)
                 if answer is not None:
                     answer.lines.append(message)
             elif kind == "notification":
@@ -138,10 +138,6 @@ class _Collect(Observer):
                     owner = next(iter(self.stdio_open.values()))
                 if owner is not None:
                     owner.lines.append(message)
-
-
-def jsonrpc_key(value: Any) -> Any:
-    return (type(value).__name__, value)
 
 
 def _token(request: Any) -> Any:

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..wire import jsonrpc
+from ..wire import jsonrpc, pointer
 from . import match
 from .recorded import Answer, RecordedSession, Recording, progress_token
 
@@ -45,7 +45,7 @@ class Outcome:
 class Replayer:
     def __init__(self, recording: Recording, ignore: list[str] = ()) -> None:
         self.recording = recording
-        self.ignore = [match.parse_pointer(p) for p in ignore]
+        self.ignore = [pointer.parse(p) for p in ignore]
         self.sessions: dict[str, LiveSession] = {}
         self._next_session = 0
         self.unmatched: list[str] = []
@@ -82,10 +82,10 @@ class Replayer:
         recorded.used += 1
         maps = session or self.sessionless
         if isinstance(recorded.request, dict) and "id" in recorded.request:
-            maps.ids[_key(recorded.request["id"])] = live.get("id")
+            maps.ids[jsonrpc.id_key(recorded.request["id"])] = live.get("id")
         token = progress_token(recorded.request)
         if token is not None:
-            maps.tokens[_key(token)] = progress_token(live)
+            maps.tokens[jsonrpc.id_key(token)] = progress_token(live)
         return self._outcome(recorded, maps, session)
 
     def resume(self, last_event_id: str | None, session: LiveSession | None) -> Outcome | None:
@@ -138,11 +138,11 @@ class Replayer:
         if not isinstance(msg, dict):
             return msg
         out = msg
-        if ("result" in msg or "error" in msg) and _key(msg.get("id")) in maps.ids:
-            out = {**msg, "id": maps.ids[_key(msg.get("id"))]}
+        if ("result" in msg or "error" in msg) and jsonrpc.id_key(msg.get("id")) in maps.ids:
+            out = {**msg, "id": maps.ids[jsonrpc.id_key(msg.get("id"))]}
         params = msg.get("params")
         if msg.get("method") == "notifications/progress" and isinstance(params, dict):
-            token = _key(params.get("progressToken"))
+            token = jsonrpc.id_key(params.get("progressToken"))
             if token in maps.tokens:
                 if maps.tokens[token] is None:
                     return None  # the live client asked for no progress
@@ -154,10 +154,6 @@ class Replayer:
             return event
         msg = self._rewrite(event["msg"], maps)
         return None if msg is None else {**event, "msg": msg}
-
-
-def _key(value: Any) -> Any:
-    return (type(value).__name__, value) if not isinstance(value, (dict, list)) else repr(value)
 
 
 def _json_safe(diff: dict) -> Any:

@@ -114,6 +114,13 @@ def messages(value: JSON) -> list[JSON] | tuple[JSON]:
     return value if isinstance(value, list) else (value,)
 
 
+def id_key(value: JSON) -> Any:
+    """A request id as a dict key that compares as JSON does: 1 and "1" are different ids (and different keys);
+    anything else (a bool, a float, an object: not valid ids, but seen on the wire) is keyed by its type and text."""
+    kind = type(value)
+    return value if kind is str or kind is int else (kind.__name__, repr(value))
+
+
 def _valid_id(value: JSON, allow_null: bool) -> bool:
     if value is None:
         return allow_null

@@ -1,0 +1,31 @@
+"""JSON pointers (RFC 6901), as `--ignore` takes them: parse one, and drop what it names from a value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def parse(text: str) -> list[str]:
+    if not text.startswith("/"):
+        raise ValueError(f"--ignore {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
+    return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
+
+
+def without(value: Any, pointer: list[str]) -> Any:
+    """`value` without the part `pointer` names; containers on the way are copied, the original is not changed.
+    A list item is replaced by null rather than removed, so the positions of the others stay put."""
+    if not pointer:
+        return value
+    head, rest = pointer[0], pointer[1:]
+    if isinstance(value, dict) and head in value:
+        copy = dict(value)
+        if rest:
+            copy[head] = without(value[head], rest)
+        else:
+            del copy[head]
+        return copy
+    if isinstance(value, list) and head.isdigit() and int(head) < len(value):
+        copy = list(value)
+        copy[int(head)] = without(value[int(head)], rest) if rest else None
+        return copy
+    return value
