@@ -204,3 +204,29 @@ def test_a_server_initiated_request_waits_for_the_clients_answer(demo_server, re
     answer = next(r for r in records if r["kind"] == "http.request" and "result" in r.get("msg", {}))
     result = next(r for r in records if r["kind"] == "sse.event" and r.get("msg", {}).get("result", {}).get("content"))
     assert answer["t"] < result["t"]  # the replay waited for the client's answer
+
+
+def test_a_legacy_http_sse_tape_replays_over_that_transport(demo_server, record):
+    from mcp import ClientSession
+    from mcp.client.sse import sse_client
+
+    async def legacy(url: str) -> list[str]:
+        progress: list[str] = []
+
+        async def on_progress(p, total, message) -> None:
+            progress.append(f"{p}/{total}")
+
+        async with sse_client(url) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            added = await session.call_tool("add", {"a": 4, "b": 5})
+            counted = await session.call_tool("countdown", {"steps": 2}, progress_callback=on_progress)
+            return [",".join(sorted(t.name for t in tools.tools)), str(added.structured_content),
+                    counted.content[0].text, *progress]
+
+    rec = record(demo_server("--sse"))
+    direct = anyio.run(legacy, rec.url)
+    rec.stop()
+    with replaying(str(rec.tape)) as url:
+        assert url.endswith("/sse")
+        assert anyio.run(legacy, url) == direct

@@ -136,6 +136,11 @@ class HttpCapture:
             ))
         self._end(key, time.time(), records.COMPLETE)
 
+    def stream_of(self, key: object) -> SSEStream | None:
+        """The SSE stream `response_head` opened for an exchange, if it did."""
+        ex = self._exchanges.get(key)
+        return ex.stream if ex is not None else None
+
     def failed(self, key: object, t: float, reason: str, detail: str | None = None) -> None:
         ex = self._exchanges.get(key)
         if ex is None:

@@ -62,7 +62,7 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     replay = HttpReplay(replayer, capture, pace_function(pace))
     server = await asyncio.get_running_loop().create_server(replay.protocol, host, port)
     bound = server.sockets[0].getsockname()[1]
-    path = sorted(replay.paths)[0]
+    path = replayer.recording.entry
     try:
         yield Replay(f"http://{host}:{bound}{path}", replayer)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import parse_qsl
 from collections.abc import Callable
 from http import HTTPStatus
 
@@ -66,6 +67,7 @@ class HttpReplay:
         self.log = log
         self.pace = pace
         self.paths = replayer.recording.paths or {"/mcp"}
+        self._channels: dict[str, tuple[_Connection, SSEStream | None]] = {}  # legacy: session -> its GET stream
         self._streams: dict[str, list[asyncio.Event]] = {}  # live session id -> its open GET streams
         self._waiting: dict[tuple, asyncio.Future] = {}  # (live session id, request id) -> the client's answer
         self._keys = 0
@@ -83,6 +85,8 @@ class HttpReplay:
         path = req.target.split("?", 1)[0]
         if path not in self.paths:
             return await self._send(conn, key, 404, [("content-type", "text/plain")], b"Not Found")
+        if self.replayer.legacy:
+            return await self._legacy(req, conn, key)
         session, refusal = self._session(req)
         if refusal is not None:
             return await self._send(conn, key, *refusal)
@@ -109,6 +113,54 @@ class HttpReplay:
             session = self.replayer.open_session()
         outcome = self.replayer.answer(msg, session)
         await self._serve(conn, key, outcome)
+
+    async def _legacy(self, req: Request, conn: _Connection, key: int) -> None:
+        """2024-11-05 HTTP+SSE: a GET opens the channel (its first event names where to POST, with a fresh session
+        id); each POST is accepted as recorded and its answers go out on the channel."""
+        if req.method == "GET":
+            session = self.replayer.open_session()
+            opened = self.replayer.resume(None, session)
+            events, head = [], [("content-type", http.SSE), ("cache-control", "no-cache")]
+            for record in opened.events if opened else []:
+                if record.get("event") == "endpoint":
+                    recorded_id = session.recorded.label if session.recorded else ""
+                    events.append({**record, "data": record["data"].replace(recorded_id, session.id)})
+                    break
+                events.append(record)
+            await self._send_events(conn, key, 200, head, events, 0.0)
+            self._channels[session.id] = (conn, self._log_stream_of(key))
+            done = asyncio.Event()
+            conn.on_close.append(done.set)
+            await done.wait()
+            self._channels.pop(session.id, None)
+            if self.log is not None:
+                self.log.failed(key, time.time(), records.CLIENT_DISCONNECTED)
+            return
+        live_id = dict(parse_qsl(req.target.partition("?")[2])).get("session_id", "")
+        session = self.replayer.sessions.get(live_id)
+        channel = self._channels.get(live_id)
+        if session is None or channel is None:
+            return await self._send(conn, key, 404, [("content-type", "text/plain")], b"Could not find session")
+        msg = jsonrpc.parse(req.body).msg
+        if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
+            return await self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
+        outcome = self.replayer.answer(msg, session)
+        if outcome.answer is None:  # a miss: its error goes out on the channel like any answer
+            await self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
+            return self._emit(channel, [{"event": "message", "msg": outcome.body}])
+        await self._serve(conn, key, Outcome(outcome.answer, outcome.status, outcome.body, [], [], None))
+        self._emit(channel, self.replayer.channel(outcome.answer, session))
+
+    def _emit(self, channel: tuple[_Connection, SSEStream | None], events: list[dict]) -> None:
+        conn, stream = channel
+        for record in events:
+            chunk = sse.encode(_event(record))
+            conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            if stream is not None:
+                stream.record(chunk)
+
+    def _log_stream_of(self, key: int) -> SSEStream | None:
+        return self.log.stream_of(key) if self.log is not None else None
 
     def _session(self, req: Request) -> tuple[LiveSession | None, tuple | None]:
         if not self.replayer.session_era:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import STDIO, Model, Observer, Seen
+from ..model import LEGACY_SSE, STDIO, Model, Observer, Seen
 from ..tape import records
 from ..tape.file import Reader
 from ..wire import http, jsonrpc
@@ -34,6 +34,8 @@ class Answer:
     last_event_id: str | None = None  # a GET that resumed a stream
     end: str | None = None  # how the recorded exchange ended
     shape: Any = None  # the request as matching sees it (set by match.find)
+    path: str = "/"
+    channel: list[dict] = field(default_factory=list)  # legacy HTTP+SSE: what came back on the session's GET stream
 
     @property
     def method(self) -> str | None:
@@ -59,6 +61,7 @@ class Recording:
     answers: list[Answer]  # every answer, in tape order
     paths: set[str]  # HTTP paths the MCP traffic used
     stdio: bool
+    entry: str  # the path a client starts at (the MCP endpoint, or a legacy server's SSE path)
 
 
 class _Collect(Observer):
@@ -83,7 +86,8 @@ class _Collect(Observer):
         kind = r["kind"]
         if kind == records.HTTP_REQUEST and r.get("mcp"):
             answer = Answer(seen.seq, None, r.get("method", ""), r.get("msg"), t=seen.t,
-                            last_event_id=http.get(r.get("headers") or [], http.LAST_EVENT_ID))
+                            last_event_id=http.get(r.get("headers") or [], http.LAST_EVENT_ID),
+                            path=r.get("path", "/"))
             self.by_exchange[r["exchange"]] = answer
             self.answers.append(answer)
             self.paths.add(r.get("path", "/"))
@@ -92,12 +96,32 @@ class _Collect(Observer):
             answer.body, answer.raw = r.get("msg"), r.get("raw")
             self._bind(answer, seen)
         elif kind == records.SSE_EVENT and (answer := self.by_exchange.get(r.get("exchange"))):
+            if answer.session is None and seen.session is not None:
+                self._bind(answer, seen)  # a legacy GET learns its session from its endpoint event
             answer.events.append(r)
+            if answer.session is not None and self.sessions[answer.session].transport == LEGACY_SSE:
+                self._legacy_channel(self.sessions[answer.session], r)
         elif kind == records.END and (answer := self.by_exchange.get(r.get("exchange"))):
             answer.end = r.get("reason")
         elif kind == records.STDIO_LINE and "msg" in r:
             self._stdio(seen)
         return None
+
+    def _legacy_channel(self, session: RecordedSession, event: dict) -> None:
+        """On the 2024-11-05 transport every answer comes back on the GET stream: file each message under the
+        POST it answers (by id, or by progress token), so the replay can send it when that POST arrives."""
+        msg = event.get("msg")
+        if not isinstance(msg, dict):
+            return
+        posts = [a for a in session.answers if a.http_method == "POST" and isinstance(a.request, dict)]
+        if "id" in msg and "method" not in msg:
+            owner = next((a for a in reversed(posts) if a.request.get("id") == msg["id"]), None)
+        else:
+            token = (msg.get("params") or {}).get("progressToken") if isinstance(msg.get("params"), dict) else None
+            owner = next((a for a in reversed(posts) if token is not None and _token(a.request) == token), None)
+            owner = owner or next((a for a in reversed(posts) if "id" in a.request), None)
+        if owner is not None:
+            owner.channel.append(event)
 
     def _bind(self, answer: Answer, seen: Seen) -> None:
         session = self._session(seen)
@@ -155,7 +179,8 @@ def load(path: str) -> Recording:
         pass
     sessions = list(collect.sessions.values())
     stdio = any(s.transport == STDIO for s in sessions)
-    return Recording(sessions, collect.answers, collect.paths, stdio)
+    entry = collect.answers[0].path if collect.answers else "/mcp"
+    return Recording(sessions, collect.answers, collect.paths, stdio, entry)
 
 
 def progress_token(request: Any) -> Any:

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model import LEGACY_SSE, STDIO
 from ..wire import jsonrpc, pointer
 from . import match
 from .recorded import Answer, RecordedSession, Recording, progress_token
@@ -49,13 +50,16 @@ class Replayer:
         self.sessions: dict[str, LiveSession] = {}
         self._next_session = 0
         self.unmatched: list[str] = []
-        self.session_era = any(s.initialize is not None and s.transport != "stdio" for s in recording.sessions)
+        self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
+        self.session_era = not self.legacy and any(
+            s.initialize is not None and s.transport != STDIO for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
 
     # -- sessions --------------------------------------------------------------------------------------------------
 
     def open_session(self) -> LiveSession:
-        """A live initialize without a session id: bind it to the next recorded session that has one."""
+        """A live initialize without a session id (or a legacy GET): bind it to the next recorded session that
+        began with one."""
         with_init = [s for s in self.recording.sessions if s.initialize is not None]
         recorded = None
         if with_init:
@@ -97,6 +101,11 @@ class Replayer:
                 recorded.used += 1
                 return self._outcome(recorded, session or self.sessionless, session)
         return None
+
+    def channel(self, recorded: Answer, session: LiveSession) -> list[dict]:
+        """Legacy HTTP+SSE: what the recorded server sent on the GET stream in answer to this POST."""
+        events = [self._rewrite_event(e, session) for e in recorded.channel]
+        return [e for e in events if e is not None]
 
     def _outcome(self, recorded: Answer, maps: LiveSession, session: LiveSession | None) -> Outcome:
         events = [self._rewrite_event(e, maps) for e in recorded.events]
