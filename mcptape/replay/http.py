@@ -174,7 +174,7 @@ class HttpReplay:
         live = self.replayer.sessions.get(sent)
         if live is None or live.ended:
             body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
-            return None, (self.replayer.dead_status(sent), [("content-type", http.JSON)], _json_bytes(body))
+            return None, (self.replayer.dead_status(), [("content-type", http.JSON)], _json_bytes(body))
         return live, None
 
     async def _serve(self, conn: _Connection, key: int, outcome: Outcome) -> None:

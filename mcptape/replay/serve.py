@@ -40,7 +40,6 @@ class Outcome:
     events: list[dict] = field(default_factory=list)  # for SSE framing: sse.event records, rewritten
     lines: list[dict] = field(default_factory=list)  # for stdio
     session: LiveSession | None = None
-    miss: bool = False
 
 
 class Replayer:
@@ -69,7 +68,7 @@ class Replayer:
         self.sessions[live.id] = live
         return live
 
-    def dead_status(self, live_id: str | None) -> int:
+    def dead_status(self) -> int:
         """What an unknown or ended session id gets: the status the recorded server used, else 404."""
         statuses = [s.dead_status for s in self.recording.sessions if s.dead_status]
         return statuses[0] if statuses else 404
@@ -123,7 +122,7 @@ class Replayer:
         method = live.get("method")
         self.unmatched.append(jsonrpc.describe(live))
         if "id" not in live:
-            return Outcome(status=202, session=session, miss=True)  # a notification needs no answer
+            return Outcome(status=202, session=session)  # a notification needs no answer
         best, diff = match.closest(live, self._candidates(session), self.ignore)
         where = f"closest: record {best.seq} {best.method}" if best else "the tape has no requests"
         if best is not None:
@@ -133,7 +132,7 @@ class Replayer:
             "code": MISS_CODE, "message": f"mcptape: no recorded answer for {method} ({where})",
             "data": {"closest": {"record": best.seq, "request": best.request} if best else None,
                      "difference": _json_safe(diff)}}}
-        return Outcome(status=200, body=error, lines=[error], session=session, miss=True)
+        return Outcome(status=200, body=error, lines=[error], session=session)
 
     def unused(self) -> list[Answer]:
         return [a for a in self.recording.answers
