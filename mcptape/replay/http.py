@@ -128,6 +128,7 @@ class HttpReplay:
                     break
                 events.append(record)
             await self._send_events(conn, key, 200, head, events, 0.0)
+            conn.flush()
             self._channels[session.id] = (conn, self._log_stream_of(key))
             done = asyncio.Event()
             conn.on_close.append(done.set)
@@ -205,28 +206,32 @@ class HttpReplay:
                            start: float, session: LiveSession | None = None) -> None:
         """The head and every event, at the recorded pace; after a server-initiated request (sampling,
         elicitation, roots) it waits for the client's answer, as the recorded server did. The caller decides how
-        the stream ends."""
-        conn.write(_head(status, [*headers, ("transfer-encoding", "chunked")]))
+        the stream ends. Events that go out together are written together: one send, not one per event."""
+        out = [_head(status, [*headers, ("transfer-encoding", "chunked")])]
         stream = self._log_stream(key, status, headers)
         previous = start
         for record in events:
             if self.pace is not None and record.get("t"):
+                conn.write(b"".join(out))
+                out = []
                 await asyncio.sleep(self.pace(max(0.0, record["t"] - previous)))
                 previous = record["t"]
             chunk = sse.encode(_event(record))
             if conn.closed:
                 break
-            conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            out.append(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             if stream is not None:
                 stream.record(chunk)
             msg = record.get("msg")
             if isinstance(msg, dict) and jsonrpc.kind(msg) == "request":
+                conn.write(b"".join(out))
+                out = []
                 waiter = self._waiting[_waiter(session, msg.get("id"))] = asyncio.get_running_loop().create_future()
                 try:
                     await asyncio.wait_for(waiter, self.ANSWER_TIMEOUT)
                 except TimeoutError:
                     self._waiting.pop(_waiter(session, msg.get("id")), None)
-
+        conn.pending = b"".join(out)  # the caller adds the stream's end and sends it all at once
     def _finish_events(self, conn: _Connection, key: int, status: int, headers: list, end: str | None) -> None:
         """End the stream as the recorded one ended: cleanly, or by dropping the connection (a server that
         expected a Last-Event-ID resume, or one that died)."""
@@ -257,6 +262,7 @@ class HttpReplay:
         await self._send_events(conn, key, 200, headers, outcome.events if outcome else [], recorded.t if recorded else 0)
         if last_event_id is not None and recorded is not None and recorded.end == records.COMPLETE:
             return self._finish_events(conn, key, 200, headers, recorded.end)
+        conn.flush()
         done = asyncio.Event()
         if session is not None:
             self._streams.setdefault(session.id, []).append(done)
@@ -293,6 +299,7 @@ class _Connection(asyncio.Protocol):
         self.on_close: list[Callable[[], None]] = []
         self.worker: asyncio.Task | None = None
         self.keep_alive = True
+        self.pending = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -328,11 +335,20 @@ class _Connection(asyncio.Protocol):
         self.current = Request()
 
     def write(self, data: bytes) -> None:
-        if not self.closed and self.transport is not None:
+        """Send `data`, after anything `pending` (the events of a stream, held to go out with its end)."""
+        if self.pending:
+            data, self.pending = self.pending + data, b""
+        if data and not self.closed and self.transport is not None:
             self.transport.write(data)
+
+    def flush(self) -> None:
+        self.write(b"")
 
     def abort(self) -> None:
         if self.transport is not None:
+            if self.pending and not self.closed:
+                self.transport.write(self.pending)
+            self.pending = b""
             self.transport.abort()
 
     async def _work(self) -> None:

@@ -1,13 +1,14 @@
 """A tape as JSON, and back: `{"mcptape": FORMAT, "header": {...}, "records": [...]}`, or JSON Lines (header
 first). Raw bytes become base64 under `raw_b64`; every record gains its `seq`. The round trip is lossless.
 
-simplejson writes the JSON because it can emit a Decimal as the exact literal it was read from; the standard
-library can only write floats.
+The standard library writes the JSON; simplejson only when a value holds a Decimal (a number a double cannot
+hold), because it can emit the exact literal it was read from and the standard library cannot.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -40,7 +41,10 @@ def record_from_json(record: Record) -> Record:
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
-    return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
+    try:  # the standard library's C encoder, for the common case
+        return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except TypeError:  # a Decimal somewhere: only simplejson writes it back as its exact literal
+        return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
 
 
 def document(header: Record, records: Iterable[Record]) -> Record:
