@@ -277,7 +277,7 @@ class HttpReplay:
 
 
 def _waiter(session: LiveSession | None, request_id) -> tuple:
-    return (session.id if session else "", type(request_id).__name__, request_id)
+    return (session.id if session else "", jsonrpc.id_key(request_id))
 
 
 def _event(record: dict) -> sse.Event:

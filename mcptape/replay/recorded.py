@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import LEGACY_SSE, STDIO, Model, Observer, Seen
+from ..model import LEGACY_SSE, Model, Observer, Seen
 from ..tape import records
 from ..tape.file import Reader
 from ..wire import http, jsonrpc
@@ -60,7 +60,6 @@ class Recording:
     sessions: list[RecordedSession]
     answers: list[Answer]  # every answer, in tape order
     paths: set[str]  # HTTP paths the MCP traffic used
-    stdio: bool
     entry: str  # the path a client starts at (the MCP endpoint, or a legacy server's SSE path)
 
 
@@ -177,10 +176,8 @@ def load(path: str) -> Recording:
         pass
     for _ in model.finish():
         pass
-    sessions = list(collect.sessions.values())
-    stdio = any(s.transport == STDIO for s in sessions)
     entry = collect.answers[0].path if collect.answers else "/mcp"
-    return Recording(sessions, collect.answers, collect.paths, stdio, entry)
+    return Recording(list(collect.sessions.values()), collect.answers, collect.paths, entry)
 
 
 def progress_token(request: Any) -> Any:
