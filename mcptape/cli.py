@@ -333,7 +333,6 @@ def replay(tape, listen, stdio, log, ignore, pace, strict):
     from .replay import pace_function
     from .replay.recorded import load
     from .replay.serve import Replayer
-    from .tape.file import TapeError
 
     try:
         pace_function(pace)

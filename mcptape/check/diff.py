@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import os
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 

@@ -334,8 +334,6 @@ class DeadIds(Observer):
         return list(self._call(call))
 
     def _call(self, call: Call) -> Iterator[Finding]:
-        if call.dir != records.C2S or call.method != "tools/call" or not isinstance(call.response, dict):
-            return
         result = call.response.get("result")
         refused = "error" in call.response or (isinstance(result, dict) and result.get("isError"))
         if refused and _NOT_FOUND.search(_all_text(call.response)):
