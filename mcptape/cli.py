@@ -64,6 +64,32 @@ def main(ctx: click.Context, debug: bool) -> None:
 # -- record -------------------------------------------------------------------------------------------------------
 
 
+def _edit_options(command):
+    command = click.option("--edits", "edits_file", metavar="FILE", type=click.Path(dir_okay=False),
+                           help="Read edits from FILE, one per line (# comments).")(command)
+    return click.option("--edit", multiple=True, metavar="EDIT",
+                        help="Inject a fault, e.g. 'expire-session at=tools/call#2' (repeatable; see README).")(command)
+
+
+def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, live: bool = False):
+    """The edits given, parsed and checked against where they will run; None when there are none."""
+    if not edit and not edits_file:
+        return None
+    from .edits import EditError, Editor, check_transport, parse, parse_file
+
+    try:
+        edits = (parse_file(edits_file) if edits_file else []) + [parse(e) for e in edit]
+        check_transport(edits, stdio=stdio, live=live)
+    except EditError as e:
+        raise Failure(str(e)) from None
+    return Editor(edits)
+
+
+def _warn_unfired(editor) -> None:
+    for warning in editor.unfired() if editor is not None else []:
+        click.echo(f"mcptape: warning: {warning}", err=True)
+
+
 def _parse_listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -321,7 +347,8 @@ def check(tapes, fmt, fail_on):
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
 @click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
-def replay(tape, listen, stdio, log, ignore, pace, strict):
+@_edit_options
+def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -329,14 +356,16 @@ def replay(tape, listen, stdio, log, ignore, pace, strict):
       mcptape replay run.mcptape --listen 127.0.0.1:8765
       mcptape replay run.mcptape --stdio          (as a client's server command)
       mcptape replay run.mcptape --log what-the-client-did.mcptape --strict
+      mcptape replay run.mcptape --edit 'expire-session at=tools/call#2' --log client.mcptape
     """
     from .replay import pace_function
     from .replay.recorded import load
     from .replay.serve import Replayer
 
+    editor = _editor(edit, edits_file, stdio=stdio)
     try:
         pace_function(pace)
-        replayer = Replayer(load(tape), list(ignore))
+        replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
     if log and os.path.exists(log):
@@ -382,6 +411,7 @@ def _replay_http(tape, listen, ignore, log, pace, replayer) -> None:
 
 
 def _replay_summary(replayer, strict: bool) -> None:
+    _warn_unfired(replayer.editor)
     unused = replayer.unused()
     click.echo(f"mcptape: replay done: {len(replayer.unmatched)} request(s) unmatched, {len(unused)} recorded "
                f"request(s) never used", err=True)

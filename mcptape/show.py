@@ -104,6 +104,8 @@ def _describe(record: Record) -> list[str]:
         if "stdio" in source:
             return [f"-- recording started: {' '.join(source['stdio'])}"]
         return [f"-- recording started ({', '.join(source.get('modes', [])) or source.get('proxy', '')})"]
+    if kind == records.EDIT:
+        return [f"edit {'; '.join(record.get('edits') or [])}: {record.get('detail')}"]
     if kind == records.CAPTURE_STOP:
         return [f"-- recording stopped ({record.get('reason')})"]
     return [f"{kind}{problem}"]
@@ -120,6 +122,8 @@ def _with_messages(head: str, record: Record, problem: str) -> list[str]:
     else:
         lines = [head]
     lines[-1] += problem
+    if record.get("injected"):
+        lines[-1] += "  [injected]"
     return lines
 
 

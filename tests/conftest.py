@@ -85,28 +85,32 @@ class Recording:
         return code, out, err
 
 
+def start_recording(upstream: str | None, tape: Path, *args: str) -> Recording:
+    """`mcptape record` in front of an upstream, ready when this returns (it printed the URL to use)."""
+    cmd = [MCPTAPE, "record", "--listen", "127.0.0.1:0", "-o", str(tape), *args]
+    if upstream:
+        cmd[2:2] = ["--upstream", upstream]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = None
+    deadline = time.monotonic() + 30
+    while url is None and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"mcptape record exited early: {proc.communicate()[1]}")
+        found = re.search(r"(http://127\.0\.0\.1:\d+\S*)\s*$", line)
+        if found and ("point your MCP client" in line or "HTTP proxy" in line):
+            url = found.group(1)
+    assert url, "mcptape record never printed its URL"
+    return Recording(proc, url, tape)
+
+
 @pytest.fixture
 def record(tmp_path: Path) -> Iterator:
     """Start `mcptape record` in front of an upstream: `rec = record(upstream_url, "--record-all")`."""
     recordings: list[Recording] = []
 
     def start(upstream: str | None, *args: str, tape: Path | None = None) -> Recording:
-        tape = tape or tmp_path / f"run{len(recordings)}.mcptape"
-        cmd = [MCPTAPE, "record", "--listen", "127.0.0.1:0", "-o", str(tape), *args]
-        if upstream:
-            cmd[2:2] = ["--upstream", upstream]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        url = None
-        deadline = time.monotonic() + 30
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"mcptape record exited early: {proc.communicate()[1]}")
-            found = re.search(r"(http://127\.0\.0\.1:\d+\S*)\s*$", line)
-            if found and ("point your MCP client" in line or "HTTP proxy" in line):
-                url = found.group(1)
-        assert url, "mcptape record never printed its URL"
-        recording = Recording(proc, url, tape)
+        recording = start_recording(upstream, tape or tmp_path / f"run{len(recordings)}.mcptape", *args)
         recordings.append(recording)
         return recording
 

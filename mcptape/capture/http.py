@@ -25,6 +25,7 @@ class _Exchange:
     number: int
     mcp: bool
     stream: SSEStream | None = None
+    injected: bool = False  # an edit changed what the client got: every later record of it says so
 
 
 @dataclass
@@ -111,11 +112,11 @@ class HttpCapture:
         if ex is None or http.media_type(http.get(headers, "content-type")) != http.SSE:
             return None
         redacted = self.redactor.headers(headers)
-        self.sink.write(records.http_response(
+        self._write(ex, records.http_response(
             t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), {}
         ))
         with_body = ex.mcp or self.scope.record_all
-        ex.stream = SSEStream(self, ex.number, http.get(headers, "content-encoding"), with_body, relocation)
+        ex.stream = SSEStream(self, ex, http.get(headers, "content-encoding"), with_body, relocation)
         return ex.stream
 
     def response(
@@ -131,7 +132,7 @@ class HttpCapture:
         else:
             redacted = self.redactor.headers(headers)
             fields = records.body(body, body_problem) if ex.mcp or self.scope.record_all else {}
-            self.sink.write(records.http_response(
+            self._write(ex, records.http_response(
                 t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), fields
             ))
         self._end(key, time.time(), records.COMPLETE)
@@ -155,9 +156,22 @@ class HttpCapture:
             self.failed(key, t, records.PROXY_STOPPED, "the recorder stopped while this exchange was open")
         self.sink.write(records.capture_stop(t, reason))
 
+    def edited(self, key: object, t: float, edits: list[str], detail: str, withheld=None) -> None:
+        """Edits fired on this exchange: say so in the tape, and mark what the client gets from now on."""
+        ex = self._exchanges.get(key)
+        if ex is None:
+            return
+        ex.injected = True
+        self.sink.write(records.edit(t, edits, detail, ex.number, withheld))
+
+    def _write(self, ex: _Exchange, record: records.Record) -> None:
+        if ex.injected:
+            record["injected"] = True
+        self.sink.write(record)
+
     def _end(self, key: object, t: float, reason: str, detail: str | None = None) -> None:
         ex = self._exchanges.pop(key)
-        self.sink.write(records.end(t, ex.number, reason, detail))
+        self._write(ex, records.end(t, ex.number, reason, detail))
 
     def learn_endpoint(self, uri: str) -> str | None:
         """A legacy (2024-11-05) server announced where clients POST: that path is an MCP endpoint too, and its
@@ -198,7 +212,7 @@ class SSEStream:
 
     _MAX_HOLD = 65536
 
-    def __init__(self, capture: HttpCapture, exchange: int, encoding: str | None, with_body: bool,
+    def __init__(self, capture: HttpCapture, exchange: _Exchange, encoding: str | None, with_body: bool,
                  relocation: Relocation | None = None) -> None:
         self.capture = capture
         self.exchange = exchange
@@ -243,7 +257,8 @@ class SSEStream:
                 return
             except Exception as e:  # a corrupt compressed stream: keep what passes, raw
                 self.problem = f"content-encoding {self.decoder.encoding} could not be decoded: {e}"
-        self.capture.sink.write(records.sse_raw(time.time(), self.exchange, chunk, self.problem or ""))
+        self.capture._write(self.exchange, records.sse_raw(time.time(), self.exchange.number, chunk,
+                                                            self.problem or ""))
 
     def close(self) -> None:
         if self.closed:
@@ -254,13 +269,13 @@ class SSEStream:
 
     def _events(self, events: Iterable[sse.Event]) -> None:
         for event in events:
-            record = records.sse_event(time.time(), self.exchange, event)
+            record = records.sse_event(time.time(), self.exchange.number, event)
             if event.event == "endpoint" and event.data:
                 record["session"] = self.capture.learn_endpoint(event.data)
                 if self.relocation and (moved := self.relocation.rewrite(event.data)):
                     self._swap = (event.data.encode(), moved.encode())
                     record["rewritten_to"] = moved
-            self.capture.sink.write(record)
+            self.capture._write(self.exchange, record)
             self._first_event_done = True
 
 

@@ -173,6 +173,7 @@ class Sessions(Observer):
         self.died_by_404: dict[int, tuple[Session, Seen]] = {}
         self.initialize_after: list[float] = []  # times of initialize requests sent without a session id
         self.wrong_status_reported: set[int] = set()
+        self.injected_death: set[int] = set()  # sessions an edit declared dead (the answer was injected)
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         kind = seen.record["kind"]
@@ -248,6 +249,8 @@ class Sessions(Observer):
         body = r.get("msg")
         text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace")
         if ex.sent_session and session is not None and session.transport == STREAMABLE:
+            if session.dead is None and r.get("injected"):
+                self.injected_death.add(id(session))
             if status == 404 and session.dead is None:
                 session.dead = (ex.seq, seen.t, 404)
                 self.died_by_404[id(session)] = (session, seen)
@@ -295,14 +298,15 @@ class Sessions(Observer):
             yield Finding("dead-session-reuse", "error", session.tape, session.label, records.C2S, None, None,
                           f"{len(uses)} request(s) still carried session {session.label} after the server declared it "
                           f"dead ({status} at record {dead_seq}), over {last[1] - first[1]:.1f}s",
-                          spec.REINITIALIZE if status == 404 else spec.SESSION_404, first[0], first[1])
+                          spec.REINITIALIZE if status == 404 else spec.SESSION_404, first[0], first[1],
+                          id(session) in self.injected_death)
         for session, seen in self.died_by_404.values():
             later = [u for u in self.reuse.get(id(session), (None, []))[1] if u[1] >= seen.t]
             if later and not any(t >= seen.t for t in self.initialize_after):
                 yield Finding("no-reinitialize", "error", session.tape, session.label, records.C2S, None, None,
                               f"after 404 for session {session.label} (record {seen.seq}) the client sent "
                               f"{len(later)} more request(s) but never a new initialize without a session id",
-                              spec.REINITIALIZE, seen.seq, seen.t)
+                              spec.REINITIALIZE, seen.seq, seen.t, id(session) in self.injected_death)
 
 
 _HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2025")

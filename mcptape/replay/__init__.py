@@ -5,6 +5,8 @@ Library use (a test fixture, say):
     from mcptape.replay import replaying
     with replaying("run.mcptape") as url:      # or: async with areplaying(...) as url
         ...point the client at url...
+    with replaying("run.mcptape", edits=["expire-session at=tools/call#2"]) as url:
+        ...
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def pace_function(spec: str):
 
 @asynccontextmanager
 async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tuple[str, ...] = (),
-                  log: str | None = None, pace: str = "fast", replayer: Replayer | None = None
-                  ) -> AsyncIterator[Replay]:
+                  log: str | None = None, pace: str = "fast", replayer: Replayer | None = None,
+                  edits: tuple[str, ...] = ()) -> AsyncIterator[Replay]:
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
     from ..redact import Redactor
@@ -53,7 +55,14 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     from ..tape.file import Writer
     from .http import HttpReplay
 
-    replayer = replayer or Replayer(load(tape), list(ignore))
+    if replayer is None:
+        from ..edits import Editor, check_transport, parse
+
+        editor = None
+        if edits:
+            editor = Editor([parse(e) for e in edits])
+            check_transport(editor.edits)
+        replayer = Replayer(load(tape), list(ignore), editor)
     writer = capture = None
     if log is not None:
         writer = Writer(log, records.header(time.time(), TOOL))

@@ -17,6 +17,7 @@ from http import HTTPStatus
 
 import httptools
 
+from .. import edits
 from ..capture.http import HttpCapture, SSEStream
 from ..tape import json_form, records
 from ..wire import http, jsonrpc, sse
@@ -66,6 +67,8 @@ class HttpReplay:
         self.replayer = replayer
         self.log = log
         self.pace = pace
+        self.editor = replayer.editor
+        self._cut: dict[str, list[dict]] = {}  # close-stream: last event id sent -> what a resume gets
         self.paths = replayer.recording.paths or {"/mcp"}
         self._channels: dict[str, tuple[_Connection, SSEStream | None]] = {}  # legacy: session -> its GET stream
         self._streams: dict[str, list[asyncio.Event]] = {}  # live session id -> its open GET streams
@@ -85,14 +88,22 @@ class HttpReplay:
         path = req.target.split("?", 1)[0]
         if path not in self.paths:
             return await self._send(conn, key, 404, [("content-type", "text/plain")], b"Not Found")
+        plan = self._plan(req, key) if self.editor is not None else None
+        if plan:
+            if plan.delay:
+                await asyncio.sleep(plan.delay)
+            if plan.replaces_answer:
+                return await self._injected(conn, key, plan)
         if self.replayer.legacy:
-            return await self._legacy(req, conn, key)
+            return await self._legacy(req, conn, key, plan)
         session, refusal = self._session(req)
         if refusal is not None:
             return await self._send(conn, key, *refusal)
         if req.method == "DELETE":
             if session is not None:
                 session.ended = True
+                if self.editor is not None:
+                    self.editor.ended(session.id)
                 for event in self._streams.pop(session.id, []):
                     event.set()
             return await self._send(conn, key, 200, [], b"")
@@ -111,10 +122,42 @@ class HttpReplay:
             return await self._send(conn, key, 202, [], b"")  # a response to the server, a batch: accepted
         if msg.get("method") == "initialize" and session is None and self.replayer.session_era:
             session = self.replayer.open_session()
+            if self.editor is not None:
+                self.editor.opened(session.id)
         outcome = self.replayer.answer(msg, session)
-        await self._serve(conn, key, outcome)
+        await self._serve(conn, key, outcome, plan, msg.get("id"))
 
-    async def _legacy(self, req: Request, conn: _Connection, key: int) -> None:
+    # -- edits -----------------------------------------------------------------------------------------------------
+
+    def _plan(self, req: Request, key: int) -> edits.Plan:
+        msg = jsonrpc.parse(req.body).msg if req.method == "POST" else None
+        session = http.get(req.headers, http.SESSION_ID)
+        if session is None and self.replayer.legacy:
+            session = dict(parse_qsl(req.target.partition("?")[2])).get("session_id")
+        plan = self.editor.plan(time.time(), msg, req.method, session)
+        if plan.delay:
+            self._edited(key, plan, f"delayed the response by {plan.delay:g} s")
+        return plan
+
+    def _edited(self, key: int, plan: edits.Plan, detail: str, withheld: list | None = None) -> None:
+        if self.log is not None:
+            self.log.edited(key, time.time(), [e.text for e in plan.fired], detail, withheld or None)
+
+    async def _injected(self, conn: _Connection, key: int, plan: edits.Plan) -> None:
+        """An answer of ours instead of the recorded one, which stays unused for a retry."""
+        if plan.reset:
+            self._edited(key, plan, "reset the connection")
+            conn.abort()
+            if self.log is not None:
+                self.log.failed(key, time.time(), records.UPSTREAM_RESET, "the connection was reset by an edit")
+        elif plan.status is not None:
+            self._edited(key, plan, f"answered HTTP {plan.status[0]} instead")
+            await self._send(conn, key, *plan.status)
+        else:
+            self._edited(key, plan, "answered with a JSON-RPC error instead")
+            await self._send(conn, key, 200, [("content-type", http.JSON)], _json_bytes(plan.error))
+
+    async def _legacy(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> None:
         """2024-11-05 HTTP+SSE: a GET opens the channel (its first event names where to POST, with a fresh session
         id); each POST is accepted as recorded and its answers go out on the channel."""
         if req.method == "GET":
@@ -146,6 +189,10 @@ class HttpReplay:
         if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
             return await self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
         outcome = self.replayer.answer(msg, session)
+        if plan and (plan.changes_events):
+            self.editor.not_applied(plan, ("drop", "drop-event", "close-stream", "duplicate", "malformed"),
+                                    "legacy HTTP+SSE answers go out on the session's channel; there only status, "
+                                    "error, delay, reset and the session edits apply")
         if outcome.answer is None:  # a miss: its error goes out on the channel like any answer
             await self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
             return self._emit(channel, [{"event": "message", "msg": outcome.body}])
@@ -178,14 +225,40 @@ class HttpReplay:
             return None, (self.replayer.dead_status(), [("content-type", http.JSON)], _json_bytes(body))
         return live, None
 
-    async def _serve(self, conn: _Connection, key: int, outcome: Outcome) -> None:
+    async def _serve(self, conn: _Connection, key: int, outcome: Outcome, plan: edits.Plan | None = None,
+                     request_id=None) -> None:
         answer = outcome.answer
         headers = [(k, v) for k, v in (answer.headers if answer else []) if k.lower() not in _HOP]
         if outcome.session is not None:
             headers.append((http.SESSION_ID, outcome.session.id))
+        edited = plan is not None and plan.changes_events and answer is not None
+        if edited and plan.drop:
+            answer.used -= 1  # never delivered: a retry gets it
         if answer is not None and answer.sse:
-            await self._send_events(conn, key, outcome.status, headers, outcome.events, answer.t, outcome.session)
+            events, cut = outcome.events, None
+            if edited:
+                change = edits.edit_events(events, plan, request_id, f"mcptape-{key}")
+                self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer",
+                             change.withheld)
+                events, cut = change.events, change.rest
+            await self._send_events(conn, key, outcome.status, headers, events, answer.t, outcome.session)
+            if cut is not None:
+                self._cut[events[-1]["id"] if events else ""] = cut
+                return self._finish_events(conn, key, outcome.status, headers, records.COMPLETE)
+            if edited and plan.drop:
+                return await self._stay_open(conn, key, outcome.session, outcome.status, headers)
             return self._finish_events(conn, key, outcome.status, headers, answer.end)
+        if edited:
+            if plan.drop:
+                self._edited(key, plan, "withheld the response; the request stays open", [outcome.body])
+                return await self._stay_open(conn, key, outcome.session, None, headers)
+            self.editor.not_applied(plan, ("drop-event", "close-stream", "duplicate"),
+                                    f"the answer to {jsonrpc.describe(answer.request)} is JSON-framed, not an SSE "
+                                    "stream")
+            if plan.malformed and isinstance(outcome.body, dict):
+                self._edited(key, plan, f"sent the response malformed ({plan.malformed})")
+                body = edits.malform(outcome.body, plan.malformed).encode()
+                return await self._send(conn, key, outcome.status, [*headers, ("content-type", http.JSON)], body)
         if outcome.body is not None:
             body = _json_bytes(outcome.body)
             if not any(k.lower() == "content-type" for k, _ in headers):
@@ -257,23 +330,37 @@ class HttpReplay:
         headers = [("content-type", http.SSE), ("cache-control", "no-cache")]
         if session is not None:
             headers.append((http.SESSION_ID, session.id))
+        if last_event_id is not None and last_event_id in self._cut:  # resuming a stream an edit closed
+            rest = self._cut.pop(last_event_id)
+            await self._send_events(conn, key, 200, headers, rest, rest[0].get("t", 0) if rest else 0, session)
+            return self._finish_events(conn, key, 200, headers, records.COMPLETE)
         outcome = self.replayer.resume(last_event_id, session)
         recorded = outcome.answer if outcome else None
         await self._send_events(conn, key, 200, headers, outcome.events if outcome else [], recorded.t if recorded else 0)
         if last_event_id is not None and recorded is not None and recorded.end == records.COMPLETE:
             return self._finish_events(conn, key, 200, headers, recorded.end)
+        await self._stay_open(conn, key, session, 200, headers)
+
+    async def _stay_open(self, conn: _Connection, key: int, session: LiveSession | None, status: int | None,
+                         headers: list) -> None:
+        """Keep a stream (or a request with no response yet) open until the session ends or the client leaves."""
         conn.flush()
         done = asyncio.Event()
         if session is not None:
             self._streams.setdefault(session.id, []).append(done)
         conn.on_close.append(done.set)
         await done.wait()
-        if not conn.closed:
+        if conn.closed:
+            if self.log is not None:
+                self.log.failed(key, time.time(), records.CLIENT_DISCONNECTED)
+        elif status is None:  # no response was started: all we can do is hang up
+            conn.abort()
+            if self.log is not None:
+                self.log.failed(key, time.time(), records.UPSTREAM_RESET, "the session ended")
+        else:
             conn.write(b"0\r\n\r\n")
             if self.log is not None:
-                self.log.response(key, time.time(), 200, "OK", headers, b"")
-        elif self.log is not None:
-            self.log.failed(key, time.time(), records.CLIENT_DISCONNECTED)
+                self.log.response(key, time.time(), status, _reason(status), headers, b"")
 
 
 def _waiter(session: LiveSession | None, request_id) -> tuple:

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..edits import Editor
 from ..model import LEGACY_SSE, STDIO
 from ..wire import jsonrpc, pointer
 from . import match
@@ -43,8 +44,9 @@ class Outcome:
 
 
 class Replayer:
-    def __init__(self, recording: Recording, ignore: list[str] = ()) -> None:
+    def __init__(self, recording: Recording, ignore: list[str] = (), editor: Editor | None = None) -> None:
         self.recording = recording
+        self.editor = editor  # the faults to inject (edits.py), if any
         self.ignore = [pointer.parse(p) for p in ignore]
         self.sessions: dict[str, LiveSession] = {}
         self._next_session = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import BinaryIO
 
+from .. import edits
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
@@ -15,10 +16,14 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
     """Answer each request line until stdin closes: the recorded notifications, then the answer. Notifications and
     responses from the client get nothing back, as on the wire."""
     session = replayer.open_session()
+    editor = replayer.editor
 
-    def note(direction: str, line: bytes) -> None:
+    def note(direction: str, line: bytes, injected: bool = False) -> None:
         if log is not None:
-            log.write(records.stdio_line(time.time(), direction, line))
+            record = records.stdio_line(time.time(), direction, line)
+            if injected:
+                record["injected"] = True
+            log.write(record)
 
     def read() -> dict | None:
         raw = stdin.readline()
@@ -29,18 +34,43 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
         msg = jsonrpc.parse(line).msg
         return msg if isinstance(msg, dict) else None
 
+    def write(data: bytes, injected: bool = False) -> None:
+        stdout.write(data + b"\n")
+        stdout.flush()
+        note(records.S2C, data, injected)
+
     try:
         while True:
             msg = read()
+            plan = editor.plan(time.time(), msg) if editor is not None and msg is not None else None
             if msg is None or jsonrpc.kind(msg) != "request":
                 continue
-            for out in replayer.answer(msg, session).lines:
-                data = json_form.dumps(out).encode()
-                stdout.write(data + b"\n")
-                stdout.flush()
-                note(records.S2C, data)
+            if plan and plan.delay:
+                _edited(log, plan, f"delayed the response by {plan.delay:g} s")
+                time.sleep(plan.delay)
+            if plan and plan.error is not None:  # ours instead of the recorded answer, which stays unused
+                _edited(log, plan, "answered with a JSON-RPC error instead")
+                write(json_form.dumps(plan.error).encode(), True)
+                continue
+            outcome = replayer.answer(msg, session)
+            lines: list[dict] = [{"msg": m} for m in outcome.lines]
+            injected = bool(plan and plan.changes_events)
+            if injected:
+                change = edits.edit_events(lines, plan, msg.get("id"), "")
+                _edited(log, plan, "; ".join(change.notes) or "nothing to change on this answer", change.withheld)
+                lines = change.events
+                if plan.drop and outcome.answer is not None:
+                    outcome.answer.used -= 1  # never delivered: a retry gets it
+            for line in lines:
+                out = line.get("msg")
+                write(json_form.dumps(out).encode() if "msg" in line else line["data"].encode(), injected)
                 if jsonrpc.kind(out) == "request":  # server-initiated: wait for the client's answer, as recorded
                     while (answer := read()) is None or answer.get("id") != out.get("id") or "method" in answer:
                         pass
     except EOFError:
         return
+
+
+def _edited(log: Writer | None, plan: edits.Plan, detail: str, withheld: list | None = None) -> None:
+    if log is not None:
+        log.write(records.edit(time.time(), [e.text for e in plan.fired], detail, None, withheld or None))

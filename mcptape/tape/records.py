@@ -24,6 +24,7 @@ END = "end"  # how an exchange ended
 STDIO_LINE = "stdio.line"  # one line on the server's stdin (c2s) or stdout (s2c)
 STDIO_STDERR = "stdio.stderr"  # one line the server wrote to stderr (not protocol; kept as text)
 STDIO_EXIT = "stdio.exit"  # the server process ended: exit code or signal
+EDIT = "edit"  # an edit fired: what mcptape changed; the records it changed carry `injected`
 
 C2S, S2C = "c2s", "s2c"
 
@@ -132,6 +133,16 @@ def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> 
     if partial:
         record["partial"] = True
         record["problem"] = "; ".join(filter(None, [record.get("problem"), "the stream ended before this line's newline"]))
+    return record
+
+
+def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, withheld: Any = None) -> Record:
+    """`edits` as the user wrote them; `detail` what was done; `withheld` a message the client never got."""
+    record: Record = {"kind": EDIT, "t": t, "edits": edits, "detail": detail, "injected": True}
+    if exchange is not None:
+        record["exchange"] = exchange
+    if withheld is not None:
+        record["withheld"] = withheld
     return record
 
 

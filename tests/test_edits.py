@@ -1,0 +1,311 @@
+"""Edits: faults injected into a replay (and into live traffic) on demand, and visible as injected in the log."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+
+from mcptape.edits import EditError, parse
+from mcptape.replay import replaying
+from mcptape.tape.file import read
+
+from .conftest import MCPTAPE, free_port, run_mcptape, spawn_demo, start_recording, stop
+from .test_replay import HEADERS, post
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def call(id_, name: str, arguments: dict, token=None) -> dict:
+    params = {"name": name, "arguments": arguments}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+
+
+def _record(tmp, name: str, *flags: str):
+    """A real session (SDK client and server, through `mcptape record`): initialize, tools/list, add, countdown
+    (progress), resources/read."""
+    from mcptape.demo.client import script
+
+    port = free_port()
+    server = spawn_demo(port, *flags)
+    rec = start_recording(f"http://127.0.0.1:{port}/mcp", tmp / name)
+    try:
+        anyio.run(script, rec.url, "legacy")
+    finally:
+        stop(rec.proc)
+        stop(server)
+    return str(rec.tape)
+
+
+@pytest.fixture(scope="module")
+def tapes(tmp_path_factory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("edits")
+    return {"sse": _record(tmp, "sse.mcptape", "--event-store"), "plain": _record(tmp, "plain.mcptape"),
+            "json": _record(tmp, "json.mcptape", "--json")}
+
+
+def open_session(url: str) -> str:
+    status, headers, _ = post(url, INIT)
+    assert status == 200
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    assert post(url, INITIALIZED, session)[0] == 202
+    return session
+
+
+def logged(log) -> tuple[list[dict], list[dict]]:
+    """(edit records, records marked injected) of a replay log."""
+    records = read(log).records
+    return [r for r in records if r["kind"] == "edit"], [r for r in records if r.get("injected")]
+
+
+def findings(log) -> list[dict]:
+    out = run_mcptape("check", str(log), "--format", "json", "--fail-on", "never")
+    return json.loads(out.stdout)["findings"]
+
+
+# -- the language ---------------------------------------------------------------------------------------------------
+
+
+def test_edits_parse_like_a_shell_line():
+    edit = parse('expire-session status=401 body="Unauthorized: Session not found" at=post:3')
+    assert (edit.action, str(edit.at), edit.times, edit.options) == (
+        "expire-session", "post:3", 1, {"status": 401, "body": "Unauthorized: Session not found"})
+    assert str(parse("drop at=tools/call times=all").at) == "tools/call#1"
+    assert parse("drop at=tools/call times=all").times is None
+    assert parse("delay seconds=1.5 at=after:10m").at.value == 600
+    assert parse("status code=429 header='Retry-After: 7' at=id:abc").options["headers"] == [("Retry-After", "7")]
+    with pytest.raises(EditError, match="choose from expire-session"):
+        parse("expire at=post:1")
+
+
+@pytest.mark.parametrize("edit, says", [
+    ("explode at=post:1", "unknown action 'explode' (choose from expire-session, restart-server"),
+    ("drop", "at=SELECTOR is required (post:N, METHOD#N, id:X, after:DURATION, session:N)"),
+    ("drop at=post:x", "at='post:x': post: takes a number from 1"),
+    ("drop at=tools/call#2 body=x", "drop takes no 'body' (it takes at, times)"),
+    ("status at=post:1", "status needs code="),
+    ("status code=999 at=post:1", "code='999': expected an HTTP status from 100 to 599"),
+    ("malformed kind=garbled at=post:1", "kind='garbled': expected truncate or not-json or wrong-id"),
+    ("drop at=post:1 times=0", "times='0': expected a positive number or 'all'"),
+    ('status code=401 body="open at=post:1', "No closing quotation"),
+    ("drop at=after:soon", "after: takes a duration like 500ms, 30s, 10m or 1h"),
+])
+def test_a_wrong_edit_is_one_line_naming_the_bad_part(tapes, edit, says):
+    out = run_mcptape("replay", tapes["sse"], "--edit", edit)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and says in out.stderr and "Traceback" not in out.stderr
+
+
+def test_http_only_edits_are_refused_on_stdio(tapes):
+    for edit, says in [("status code=401 at=tools/call", "status is HTTP-only; on stdio use drop, delay, error"),
+                       ("drop at=post:3", "at=post:3 is HTTP-only")]:
+        out = run_mcptape("replay", tapes["sse"], "--stdio", "--edit", edit)
+        assert out.returncode == 2 and says in out.stderr
+
+
+def test_edits_from_a_file(tapes, tmp_path):
+    path = tmp_path / "edits.txt"
+    path.write_text("# seed 001\nexpire-session status=401 at=post:3\n\nexplode at=post:1\n")
+    out = run_mcptape("replay", tapes["sse"], "--edits", str(path))
+    assert out.returncode == 2 and f"{path}:4: edit 'explode at=post:1': unknown action" in out.stderr
+
+
+# -- sessions -------------------------------------------------------------------------------------------------------
+
+
+def test_an_sdk_client_after_an_injected_expiry_keeps_the_dead_session(tapes, tmp_path):
+    log = tmp_path / "log.mcptape"
+    seen: list[str] = []
+
+    async def run() -> None:
+        async with Client(url, mode="legacy") as client:
+            seen.append("tools " + str(len((await client.list_tools()).tools)))
+            seen.append("add " + json.dumps((await client.call_tool("add", {"a": 2, "b": 3})).structured_content))
+            for _ in range(2):  # the second tools/call, then a resource read: both on the dead session
+                try:
+                    await client.call_tool("countdown", {"steps": 3})
+                except MCPError as e:
+                    seen.append(f"error {e.error.message}")
+
+    with replaying(tapes["sse"], log=str(log), edits=("expire-session at=tools/call#2",)) as url:
+        anyio.run(run)
+    assert seen == ["tools 7", 'add {"result": 5}', "error Session not found", "error Session not found"]
+
+    edits, injected = logged(log)
+    assert {e["detail"] for e in edits} == {"answered HTTP 404 instead"}
+    requests = {r["exchange"]: r for r in read(log).records if r["kind"] == "http.request"}
+    refused = [requests[r["exchange"]] for r in injected if r["kind"] == "http.response"]
+    assert all(r["status"] == 404 for r in injected if r["kind"] == "http.response")
+    # both calls, and the client's closing DELETE, went out with the dead id
+    assert [r["method"] for r in refused] == ["POST", "POST", "DELETE"]
+    by_rule = {f["rule"]: f for f in findings(log)}
+    assert by_rule["dead-session-reuse"]["injected"] and by_rule["no-reinitialize"]["injected"]
+    assert by_rule["dead-session-reuse"]["severity"] == "error"
+
+
+def test_a_client_that_reinitializes_gets_a_new_session_and_the_rest_of_the_tape(tapes, tmp_path):
+    log = tmp_path / "log.mcptape"
+    with replaying(tapes["sse"], log=str(log), edits=("expire-session at=tools/call#2",)) as url:
+        session = open_session(url)
+        assert post(url, call(2, "add", {"a": 2, "b": 3}), session)[2][-1]["result"]["structuredContent"] == \
+            {"result": 5}
+        status, _, messages = post(url, call(3, "countdown", {"steps": 3}), session)
+        assert status == 404 and messages[0]["error"]["message"] == "Session not found"
+        fresh = open_session(url)
+        assert fresh != session
+        status, _, messages = post(url, call(4, "countdown", {"steps": 3}), fresh)
+        assert status == 200 and messages[-1]["id"] == 4  # the injected 404 did not use up the recorded answer
+        assert messages[-1]["result"]["content"][0]["text"] == "counted down from 3"
+    rules = {f["rule"] for f in findings(log)}
+    assert "dead-session-reuse" not in rules and "no-reinitialize" not in rules
+
+
+def test_restart_server_kills_every_session(tapes):
+    with replaying(tapes["sse"], edits=("restart-server status=401 body='Unauthorized: Session not found' "
+                                        "at=tools/call#1",)) as url:
+        first, second = open_session(url), open_session(url)
+        status, headers, _ = post(url, call(2, "add", {"a": 2, "b": 3}), second)
+        assert status == 401
+        assert post(url, call(3, "add", {"a": 2, "b": 3}), first)[0] == 401  # also gone
+        third = open_session(url)
+        assert post(url, call(4, "add", {"a": 2, "b": 3}), third)[0] == 200
+
+
+# -- answers ----------------------------------------------------------------------------------------------------
+
+
+def test_status_error_and_delay(tapes):
+    edits = ("status code=401 at=tools/list", "status code=429 at=tools/call#1 body='slow down'",
+             "error code=-32001 message='quota exceeded' at=tools/call#2", "delay seconds=0.3 at=resources/read")
+    with replaying(tapes["sse"], edits=edits) as url:
+        session = open_session(url)
+        status, headers, body = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session)
+        assert status == 401 and 'Bearer error="invalid_token"' in headers["WWW-Authenticate"]
+        request = urllib.request.Request(url, data=json.dumps(call(3, "add", {"a": 2, "b": 3})).encode(),
+                                         headers={**HEADERS, "Mcp-Session-Id": session})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request)
+        assert refused.value.code == 429 and refused.value.headers["Retry-After"] == "1"
+        assert refused.value.read() == b"slow down"
+        status, _, messages = post(url, call(4, "countdown", {"steps": 3}), session)
+        assert messages == [{"jsonrpc": "2.0", "id": 4, "error": {"code": -32001, "message": "quota exceeded"}}]
+        start = time.monotonic()
+        status, _, messages = post(url, {"jsonrpc": "2.0", "id": 5, "method": "resources/read",
+                                         "params": {"uri": "demo://hello"}}, session)
+        assert time.monotonic() - start >= 0.3 and messages[-1]["id"] == 5  # late, but the recorded answer
+
+
+def raw_sse(url: str, msg: dict, session: str) -> tuple[bytes, str | None]:
+    """POST over a socket; (the body bytes that came before the stream ended or stalled, how it ended)."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    body = json.dumps(msg).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+            f"MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    with socket.create_connection((host, int(port)), timeout=1.0) as s:
+        s.sendall(head + body)
+        data, ended = b"", None
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except TimeoutError:
+                return data, "stalled"
+            except ConnectionResetError:
+                return data, "reset"
+            if not chunk:
+                return data, "closed"
+            data += chunk
+            if data.endswith(b"\r\n0\r\n\r\n"):
+                return data, "complete"
+
+
+def events(data: bytes) -> list[str]:
+    return [line[6:].decode() for line in data.split(b"\n") if line.startswith(b"data: ")]
+
+
+def test_stream_edits(tapes, tmp_path):
+    log = tmp_path / "log.mcptape"
+    edits = ("drop at=tools/call#1", "drop-event n=2 at=tools/call#2", "duplicate at=tools/call#3",
+             "malformed kind=wrong-id at=tools/call#4", "malformed kind=truncate at=tools/call#5", "reset at=id:9")
+    with replaying(tapes["sse"], log=str(log), edits=edits) as url:
+        session = open_session(url)
+        data, ended = raw_sse(url, call(2, "add", {"a": 2, "b": 3}), session)
+        assert ended == "stalled" and '"id":2' not in data.decode()  # no final response, the stream stays open
+        data, ended = raw_sse(url, call(3, "countdown", {"steps": 3}, token="p"), session)
+        progress = [json.loads(e)["params"]["progress"] for e in events(data) if "notifications/progress" in e]
+        assert ended == "complete" and len(events(data)) == 7 and progress == [2, 3]  # event 2 was progress 1
+        data, ended = raw_sse(url, call(4, "add", {"a": 2, "b": 3}), session)
+        finals = [e for e in events(data) if '"result"' in e]
+        assert len(finals) == 2 and finals[0] == finals[1]
+        wrong = json.loads(events(raw_sse(url, call(5, "add", {"a": 2, "b": 3}), session)[0])[-1])
+        assert wrong["id"] == "mcptape-wrong-id-5"
+        cut = events(raw_sse(url, call(6, "add", {"a": 2, "b": 3}), session)[0])[-1]
+        with pytest.raises(ValueError):
+            json.loads(cut)
+        assert raw_sse(url, call(9, "add", {"a": 2, "b": 3}), session)[1] in ("reset", "closed")
+        # the dropped call is answered when the client retries it: the drop did not use up the recorded answer
+        assert post(url, call(10, "add", {"a": 2, "b": 3}), session)[2][-1]["result"]["structuredContent"] == \
+            {"result": 5}
+    edits_logged, injected = logged(log)
+    details = [e["detail"] for e in edits_logged]
+    assert details[0] == "withheld the final response; the stream stays open"
+    assert edits_logged[0]["withheld"][0]["result"]["structuredContent"] == {"result": 5}
+    assert details[1:] == ["dropped SSE event 2", "sent the final response twice",
+                           "sent the final response malformed (wrong-id)", "sent the final response malformed "
+                           "(truncate)", "reset the connection"]
+    assert {r["exchange"] for r in injected} >= {e["exchange"] for e in edits_logged}
+
+
+@pytest.mark.parametrize("tape", ["sse", "plain"])
+def test_close_stream_and_an_sdk_client_that_resumes(tapes, tmp_path, tape):
+    """The stream ends after two events without the final response; the SDK client resumes it with
+    Last-Event-ID and gets its result. A tape without event ids gets them made up (and a priming event)."""
+    log = tmp_path / "log.mcptape"
+    progress: list[float] = []
+
+    async def run() -> str:
+        async def on_progress(value, total, message) -> None:
+            progress.append(value)
+
+        async with Client(url, mode="legacy") as client:
+            result = await client.call_tool("countdown", {"steps": 3}, progress_callback=on_progress)
+            return result.content[0].text
+
+    with replaying(tapes[tape], log=str(log), edits=("close-stream after=2 at=tools/call",)) as url:
+        text = anyio.run(run)
+    assert text == "counted down from 3" and progress == [1.0, 2.0, 3.0]
+    records = read(log).records
+    resumes = [r for r in records if r["kind"] == "http.request" and r["method"] == "GET"
+               and any(k.lower() == "last-event-id" for k, _ in r["headers"])]
+    assert len(resumes) == 1
+    notes = logged(log)[0][0]["detail"]
+    assert "closed the stream after 2 events" in notes
+    assert ("added them and a priming event" in notes) == (tape == "plain")
+
+
+def test_json_framed_answers_refuse_stream_edits_and_unfired_edits_are_reported(tapes):
+    proc = subprocess.Popen([MCPTAPE, "replay", tapes["json"], "--edit", "duplicate at=tools/call",
+                             "--edit", "drop at=ping"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().split(" at ")[1].split()[0]
+        session = open_session(url)
+        status, headers, messages = post(url, call(2, "add", {"a": 2, "b": 3}), session)
+        assert {k.lower(): v for k, v in headers.items()}["content-type"] == "application/json"
+        assert len(messages) == 1 and messages[0]["id"] == 2  # answered once, as recorded
+    finally:
+        stop(proc, signal.SIGINT)
+    err = proc.stderr.read()
+    assert "warning: edit 'duplicate at=tools/call' never fired: the answer to tools/call" in err
+    assert "is JSON-framed, not an SSE stream" in err
+    assert "warning: edit 'drop at=ping' never fired\n" in err
