@@ -421,6 +421,40 @@ def _replay_summary(replayer, strict: bool) -> None:
         raise SystemExit(1)
 
 
+@main.command(name="edits")
+@click.argument("tape", type=click.Path(dir_okay=False))
+@_edit_options
+def edits_(tape, edit, edits_file):
+    """Dry run: where each edit would fire on a recorded tape, as if its client ran again.
+
+    \b
+    Examples:
+      mcptape edits run.mcptape --edit 'expire-session status=401 at=post:3'
+      mcptape edits run.mcptape --edits faults.txt
+    """
+    from .edits import describe, dry_run
+    from .tape.file import Reader, TapeError
+    from .wire import jsonrpc
+
+    if not edit and not edits_file:
+        raise Failure("give the edits to try: --edit EDIT (repeatable) or --edits FILE")
+    try:
+        reader = Reader(tape)
+        stdio = any(r.get("kind") == "stdio.line" for r in Reader(tape))
+        editor = _editor(edit, edits_file, stdio=stdio)
+        for seq, record, plan in dry_run(editor, reader):
+            where = record.get("method", "") + " " if record.get("kind") == "http.request" else ""
+            what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""
+            session = f"  [session {record['session'][:8]}]" if record.get("session") else ""
+            click.echo(f"record {seq:>6}  {where}{what}{session}")
+            for fired in plan.fired:
+                click.echo(f"    {fired.text}")
+            click.echo(f"    -> {describe(plan)}")
+    except TapeError as e:
+        raise Failure(str(e)) from None
+    _warn_unfired(editor)
+
+
 @main.command(name="diff")
 @click.argument("tape_a", type=click.Path(dir_okay=False))
 @click.argument("tape_b", type=click.Path(dir_okay=False))

@@ -230,6 +230,7 @@ class Plan:
     """What the edits do to one client message. Empty when nothing fires."""
 
     fired: list[Edit] = field(default_factory=list)
+    dead_session: bool = False  # the request carried a session an edit had killed earlier
     status: tuple[int, list[tuple[str, str]], bytes] | None = None  # answer with this HTTP status instead
     error: dict | None = None  # answer with this JSON-RPC error instead
     reset: bool = False
@@ -292,7 +293,7 @@ class Editor:
         if session is not None and session in self.dead:
             edit, answer = self.dead[session]
             plan.fired.append(edit)
-            plan.status = answer
+            plan.status, plan.dead_session = answer, True
             return plan
         for edit in self.edits:
             if (edit.times is None or edit.fired < edit.times) and self._selects(edit.at, t, msg, http_method,
@@ -392,6 +393,50 @@ def _dumps(value: Any) -> bytes:
     return json_form.dumps(value).encode()
 
 
+def dry_run(editor: Editor, items) -> Any:
+    """Where each edit would fire on a recorded tape: (seq, record, plan) for each client message an edit
+    selects, the tape's messages fed to the editor as the client sent them."""
+    from .tape import records
+
+    for seq, r in enumerate(items):
+        kind = r.get("kind")
+        if kind == records.HTTP_REQUEST and r.get("mcp"):
+            session = r.get("session")
+            plan = editor.plan(r.get("t", 0.0), r.get("msg"), r.get("method"), session)
+        elif kind == records.STDIO_LINE and r.get("dir") == records.C2S and isinstance(r.get("msg"), dict):
+            plan = editor.plan(r.get("t", 0.0), r["msg"])
+        else:
+            if kind == records.HTTP_RESPONSE and r.get("session") and (r.get("status") or 500) < 400:
+                editor.opened(r["session"])
+            continue
+        if plan:
+            yield seq, r, plan
+
+
+def describe(plan: Plan) -> str:
+    """What a plan does, in a few words."""
+    parts = []
+    if plan.delay:
+        parts.append(f"delay {plan.delay:g} s")
+    if plan.reset:
+        parts.append("reset the connection")
+    elif plan.status is not None:
+        parts.append(f"answer HTTP {plan.status[0]}" + (" (the session is dead)" if plan.dead_session else ""))
+    elif plan.error is not None:
+        parts.append(f"answer JSON-RPC error {plan.error['error']['code']}")
+    if plan.drop:
+        parts.append("withhold the final response")
+    if plan.drop_event:
+        parts.append(f"drop SSE event {plan.drop_event}")
+    if plan.close_after is not None:
+        parts.append(f"close the stream after {plan.close_after} events")
+    if plan.duplicate:
+        parts.append("send the final response twice")
+    if plan.malformed:
+        parts.append(f"send the final response malformed ({plan.malformed})")
+    return ", ".join(parts)
+
+
 # -- changing a response's messages ---------------------------------------------------------------------------------
 
 
@@ -434,7 +479,7 @@ def edit_events(events: list[dict], plan: Plan, request_id: Any, stream: str) ->
             continue
         if is_final and plan.drop:
             edited.withheld.append(event["msg"])
-            edited.notes.append("withheld the final response; the stream stays open")
+            edited.notes.append("withheld the final response")
             continue
         if is_final and plan.malformed:
             event = {k: v for k, v in event.items() if k != "msg"}

@@ -143,7 +143,8 @@ def test_an_sdk_client_after_an_injected_expiry_keeps_the_dead_session(tapes, tm
     assert seen == ["tools 7", 'add {"result": 5}', "error Session not found", "error Session not found"]
 
     edits, injected = logged(log)
-    assert {e["detail"] for e in edits} == {"answered HTTP 404 instead"}
+    assert [e["detail"] for e in edits] == ["answered HTTP 404 instead"] + [
+        "answered HTTP 404 instead: the session is dead"] * (len(edits) - 1)
     requests = {r["exchange"]: r for r in read(log).records if r["kind"] == "http.request"}
     refused = [requests[r["exchange"]] for r in injected if r["kind"] == "http.response"]
     assert all(r["status"] == 404 for r in injected if r["kind"] == "http.response")
@@ -259,7 +260,7 @@ def test_stream_edits(tapes, tmp_path):
             {"result": 5}
     edits_logged, injected = logged(log)
     details = [e["detail"] for e in edits_logged]
-    assert details[0] == "withheld the final response; the stream stays open"
+    assert details[0] == "withheld the final response"
     assert edits_logged[0]["withheld"][0]["result"]["structuredContent"] == {"result": 5}
     assert details[1:] == ["dropped SSE event 2", "sent the final response twice",
                            "sent the final response malformed (wrong-id)", "sent the final response malformed "
@@ -309,3 +310,77 @@ def test_json_framed_answers_refuse_stream_edits_and_unfired_edits_are_reported(
     assert "warning: edit 'duplicate at=tools/call' never fired: the answer to tools/call" in err
     assert "is JSON-framed, not an SSE stream" in err
     assert "warning: edit 'drop at=ping' never fired\n" in err
+
+
+# -- stdio ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stdio_tape(tmp_path_factory) -> str:
+    from mcp import StdioServerParameters
+
+    from mcptape.demo.client import script
+
+    from .test_record_stdio import DEMO, wrapped
+
+    tape = tmp_path_factory.mktemp("stdio") / "stdio.mcptape"
+    argv = wrapped(tape, *DEMO)
+    anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    return str(tape)
+
+
+def test_stdio_edits(stdio_tape, tmp_path):
+    import select
+
+    from .test_record_stdio import RawClient
+
+    log = tmp_path / "log.mcptape"
+    client = RawClient([MCPTAPE, "replay", stdio_tape, "--stdio", "--log", str(log),
+                        "--edit", "drop at=tools/call#1", "--edit", "error code=-32001 message=nope at=tools/call#2",
+                        "--edit", "duplicate at=id:5", "--edit", "malformed kind=not-json at=id:6",
+                        "--edit", "delay seconds=0.2 at=resources/read", "--edit", "drop at=prompts/get"])
+    client.handshake()
+
+    def lines_within(seconds: float) -> list[bytes]:
+        out = []
+        while select.select([client.proc.stdout], [], [], seconds)[0]:
+            out.append(client.proc.stdout.readline().rstrip(b"\n"))
+            seconds = 0.1
+        return out
+
+    client.send(call(2, "add", {"a": 2, "b": 3}))
+    assert lines_within(0.5) == []  # dropped: nothing is written
+    client.send(call(3, "add", {"a": 2, "b": 3}))
+    assert client.receive() == {
+        "jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "nope"}}
+    client.send(call(4, "add", {"a": 2, "b": 3}))
+    assert client.receive()["result"]["structuredContent"] == {"result": 5}  # the recorded answer, still unused
+    client.send(call(5, "add", {"a": 2, "b": 3}))
+    twice = lines_within(1.0)
+    assert len(twice) == 2 and twice[0] == twice[1] and json.loads(twice[0])["id"] == 5
+    client.send(call(6, "add", {"a": 2, "b": 3}))
+    assert client.proc.stdout.readline() == b"mcptape: this is not JSON\n"
+    start = time.monotonic()
+    client.send({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": "demo://hello"}})
+    assert client.receive()["id"] == 7 and time.monotonic() - start >= 0.2
+    assert client.close() == 0
+    assert "warning: edit 'drop at=prompts/get' never fired" in client.proc.stderr.read().decode()
+    edits, injected = logged(log)
+    assert [e["detail"] for e in edits] == [
+        "withheld the final response", "answered with a JSON-RPC error instead",
+        "sent the final response twice", "sent the final response malformed (not-json)",
+        "delayed the response by 0.2 s"]
+    assert [r["dir"] for r in injected if r["kind"] == "stdio.line"] == ["s2c"] * 4
+
+
+def test_the_dry_run_lists_where_each_edit_fires(tapes):
+    out = run_mcptape("edits", tapes["sse"], "--edit", "expire-session at=tools/call#2",
+                      "--edit", "status code=401 at=post:3", "--edit", "drop at=ping")
+    assert out.returncode == 0
+    fired = [line for line in out.stdout.splitlines() if line.startswith("record")]
+    assert "POST tools/list" in fired[0] and "tools/call" in fired[1] and "countdown" in fired[1]
+    assert "-> answer HTTP 401" in out.stdout and "-> answer HTTP 404 (the session is dead)" in out.stdout
+    assert "DELETE" in fired[-1]
+    assert out.stderr == "mcptape: warning: edit 'drop at=ping' never fired\n"
+    stdio = run_mcptape("edits", tapes["sse"], "--edit", "explode at=ping")
+    assert stdio.returncode == 2 and "unknown action 'explode'" in stdio.stderr

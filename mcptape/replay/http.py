@@ -151,7 +151,8 @@ class HttpReplay:
             if self.log is not None:
                 self.log.failed(key, time.time(), records.UPSTREAM_RESET, "the connection was reset by an edit")
         elif plan.status is not None:
-            self._edited(key, plan, f"answered HTTP {plan.status[0]} instead")
+            self._edited(key, plan, f"answered HTTP {plan.status[0]} instead"
+                         + (": the session is dead" if plan.dead_session else ""))
             await self._send(conn, key, *plan.status)
         else:
             self._edited(key, plan, "answered with a JSON-RPC error instead")
