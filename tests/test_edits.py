@@ -329,41 +329,64 @@ def stdio_tape(tmp_path_factory) -> str:
     return str(tape)
 
 
-def test_stdio_edits(stdio_tape, tmp_path):
-    import select
+class LineClient:
+    """A stdio client that reads the server's lines with a deadline (unbuffered: select sees every byte)."""
 
-    from .test_record_stdio import RawClient
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     bufsize=0)
+        self.pending = b""
 
-    log = tmp_path / "log.mcptape"
-    client = RawClient([MCPTAPE, "replay", stdio_tape, "--stdio", "--log", str(log),
-                        "--edit", "drop at=tools/call#1", "--edit", "error code=-32001 message=nope at=tools/call#2",
-                        "--edit", "duplicate at=id:5", "--edit", "malformed kind=not-json at=id:6",
-                        "--edit", "delay seconds=0.2 at=resources/read", "--edit", "drop at=prompts/get"])
-    client.handshake()
+    def send(self, msg: dict) -> None:
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
 
-    def lines_within(seconds: float) -> list[bytes]:
-        out = []
-        while select.select([client.proc.stdout], [], [], seconds)[0]:
-            out.append(client.proc.stdout.readline().rstrip(b"\n"))
-            seconds = 0.1
+    def lines(self, seconds: float, count: int = 100) -> list[bytes]:
+        """Up to `count` lines, waiting at most `seconds` for each."""
+        import select
+
+        out: list[bytes] = []
+        while len(out) < count:
+            if b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                out.append(line)
+                continue
+            if not select.select([self.proc.stdout], [], [], seconds)[0]:
+                break
+            chunk = self.proc.stdout.read(65536)
+            if not chunk:
+                break
+            self.pending += chunk
         return out
 
+    def receive(self) -> dict:
+        return json.loads(self.lines(10, 1)[0])
+
+
+def test_stdio_edits(stdio_tape, tmp_path):
+    log = tmp_path / "log.mcptape"
+    client = LineClient([MCPTAPE, "replay", stdio_tape, "--stdio", "--log", str(log),
+                         "--edit", "drop at=tools/call#1", "--edit", "error code=-32001 message=nope at=tools/call#2",
+                         "--edit", "duplicate at=id:5", "--edit", "malformed kind=not-json at=id:6",
+                         "--edit", "delay seconds=0.2 at=resources/read", "--edit", "drop at=prompts/get"])
+    client.send(INIT)
+    assert client.receive()["id"] == 1
+    client.send(INITIALIZED)
     client.send(call(2, "add", {"a": 2, "b": 3}))
-    assert lines_within(0.5) == []  # dropped: nothing is written
+    assert client.lines(0.5) == []  # dropped: nothing is written
     client.send(call(3, "add", {"a": 2, "b": 3}))
-    assert client.receive() == {
-        "jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "nope"}}
+    assert client.receive() == {"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "nope"}}
     client.send(call(4, "add", {"a": 2, "b": 3}))
     assert client.receive()["result"]["structuredContent"] == {"result": 5}  # the recorded answer, still unused
     client.send(call(5, "add", {"a": 2, "b": 3}))
-    twice = lines_within(1.0)
+    twice = client.lines(2.0, 2)
     assert len(twice) == 2 and twice[0] == twice[1] and json.loads(twice[0])["id"] == 5
     client.send(call(6, "add", {"a": 2, "b": 3}))
-    assert client.proc.stdout.readline() == b"mcptape: this is not JSON\n"
+    assert client.lines(10, 1) == [b"mcptape: this is not JSON"]
     start = time.monotonic()
     client.send({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": "demo://hello"}})
     assert client.receive()["id"] == 7 and time.monotonic() - start >= 0.2
-    assert client.close() == 0
+    client.proc.stdin.close()
+    assert client.proc.wait(20) == 0
     assert "warning: edit 'drop at=prompts/get' never fired" in client.proc.stderr.read().decode()
     edits, injected = logged(log)
     assert [e["detail"] for e in edits] == [
