@@ -152,9 +152,10 @@ def _host_for_url(host: str) -> str:
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
 @click.option("--verbose", is_flag=True, help="Show mitmproxy's own log.")
+@_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose,
-           command):
+           edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -166,6 +167,10 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     A stdio server (put this in the client's config in place of the server command):
       mcptape record -o 'server-{date}-{n}.mcptape' -- npx -y @modelcontextprotocol/server-everything
 
+    Live edits (the real server stays behind; mcptape changes what the client sees):
+      mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
+        --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
+
     Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
     server exits, and exits with the server's status.
     """
@@ -175,6 +180,9 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     if command:
         if upstream or mode:
             raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
+        if edit or edits_file:
+            raise Failure("edits on a live stdio server are not supported yet: record the tape, then replay it "
+                          "with `mcptape replay TAPE --stdio --edit …`")
         _record_stdio(list(command), output, write_mode)
         return
     if output is None:
@@ -186,7 +194,9 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
         raise Failure("--mode reverse needs --upstream URL")
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
-    _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose)
+    editor = _editor(edit, edits_file, live=True)
+    _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
+                 [e.text for e in editor.edits] if editor else [])
 
 
 def _record_stdio(argv: list[str], output: str | None, write_mode: str) -> None:
@@ -218,7 +228,8 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str) -> None:
     raise SystemExit(code)
 
 
-def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose):
+def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
+                 edits: list[str]):
     host, port = _parse_listen(listen)
     if os.path.exists(output) and write_mode == "new":
         raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
@@ -228,6 +239,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
         "mcptape_force": write_mode == "force", "mcptape_redact_header": list(redact_header),
         "mcptape_no_redact": no_redact, "mcptape_record_all": record_all, "ssl_insecure": insecure,
+        "mcptape_edit": edits,
     }
     path = ""
     if mode == "reverse":
@@ -271,6 +283,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
             os.remove(output)
         raise Failure(str(e)) from None
     click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
+    _warn_unfired(recorder.editor)
 
 
 # -- show / import / addons ---------------------------------------------------------------------------------------

@@ -38,17 +38,12 @@ MALFORMED_KINDS = ("truncate", "not-json", "wrong-id")
 SELECTORS = "post:N, METHOD#N, id:X, after:DURATION, session:N"
 
 STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate")
-# Live traffic: what mitmproxy can do faithfully. A cut stream would leave the real server's stream running behind
-# the cut (a resume would then meet events the client never lost); per-event changes need the synchronous stream
-# hook to rewrite events, which only works for streams it can parse (not compressed) and is not built yet.
-LIVE_ACTIONS = ("expire-session", "restart-server", "status", "drop", "delay", "reset", "error", "malformed")
+# Live traffic: what mitmproxy can do faithfully. A stream cut by the proxy would leave the real server's stream
+# running behind the cut, so a resume would meet a server that never lost the client: refused, not approximated.
+# Event-level edits work on live streams: the edited events are re-encoded as each one completes.
 LIVE_REFUSED_WHY = {
-    "close-stream": "live, the real server's stream would go on behind the cut; record the tape, then replay it "
-                    "with this edit",
-    "drop-event": "live SSE events pass through mitmproxy's synchronous stream hook unchanged; replay the tape "
-                  "with this edit instead",
-    "duplicate": "live SSE events pass through mitmproxy's synchronous stream hook unchanged; replay the tape "
-                 "with this edit instead",
+    "close-stream": "live, the real server's stream would go on behind the cut and a resume would not be what a "
+                    "server that closed the stream serves; record the tape, then replay it with this edit",
 }
 
 SESSION_NOT_FOUND = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
@@ -217,7 +212,7 @@ def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False) 
         if stdio and edit.at.kind in ("post", "session"):
             raise EditError(f"edit {edit.text!r}: at={edit.at} is HTTP-only; on stdio select with METHOD#N, id:X "
                             "or after:DURATION")
-        if live and edit.action not in LIVE_ACTIONS:
+        if live and edit.action in LIVE_REFUSED_WHY:
             raise EditError(f"edit {edit.text!r}: {edit.action} is not applied to live traffic: "
                             f"{LIVE_REFUSED_WHY[edit.action]}")
 
@@ -456,6 +451,40 @@ def malform(msg: dict, kind: str) -> str:
     return _dumps(wrong).decode()
 
 
+class StreamEditor:
+    """The event-level edits of one response, applied event by event as the events pass (live, or replayed):
+    `feed` takes one SSE event record (or a stdio message as {"msg": …}) and returns what the client gets instead."""
+
+    def __init__(self, plan: Plan, request_id: Any) -> None:
+        self.plan = plan
+        self.request_id = request_id
+        self.count = 0
+        self.withheld: list[Any] = []
+        self.notes: list[str] = []
+
+    def feed(self, event: dict) -> list[dict]:
+        plan = self.plan
+        self.count += 1
+        msg = event.get("msg")
+        is_final = final_response(msg, self.request_id)
+        if plan.drop_event == self.count:
+            self.withheld.append(msg if "msg" in event else event.get("data"))
+            self.notes.append(f"dropped SSE event {self.count}")
+            return []
+        if is_final and plan.drop:
+            self.withheld.append(msg)
+            self.notes.append("withheld the final response")
+            return []
+        if is_final and plan.malformed:
+            event = {k: v for k, v in event.items() if k != "msg"}
+            event["data"] = malform(msg, plan.malformed)
+            self.notes.append(f"sent the final response malformed ({plan.malformed})")
+        if is_final and plan.duplicate:
+            self.notes.append("sent the final response twice")
+            return [event, {**event, "id": f"{event['id']}-again"} if "id" in event else event]
+        return [event]
+
+
 @dataclass
 class EditedEvents:
     """A response's SSE events after the edits: what to send, and what the edits held back."""
@@ -467,28 +496,11 @@ class EditedEvents:
 
 
 def edit_events(events: list[dict], plan: Plan, request_id: Any, stream: str) -> EditedEvents:
-    """Apply the event-level edits to a response's SSE events (records with `msg` or `data`, and `id`...).
-    `stream` names the stream when event ids have to be made up for a resume."""
-    out: list[dict] = []
-    edited = EditedEvents(out)
-    for number, event in enumerate(events, 1):
-        is_final = final_response(event.get("msg"), request_id)
-        if plan.drop_event == number:
-            edited.withheld.append(event.get("msg", event.get("data")))
-            edited.notes.append(f"dropped SSE event {number}")
-            continue
-        if is_final and plan.drop:
-            edited.withheld.append(event["msg"])
-            edited.notes.append("withheld the final response")
-            continue
-        if is_final and plan.malformed:
-            event = {k: v for k, v in event.items() if k != "msg"}
-            event["data"] = malform(events[number - 1]["msg"], plan.malformed)
-            edited.notes.append(f"sent the final response malformed ({plan.malformed})")
-        out.append(event)
-        if is_final and plan.duplicate:
-            out.append({**event, "id": f"{event['id']}-again"} if "id" in event else event)
-            edited.notes.append("sent the final response twice")
+    """Apply the event-level edits to a whole response's SSE events (or stdio messages as {"msg": …}). `stream`
+    names the stream when event ids have to be made up for a resume."""
+    editor = StreamEditor(plan, request_id)
+    out = [sent for event in events for sent in editor.feed(event)]
+    edited = EditedEvents(out, None, editor.withheld, editor.notes)
     if plan.close_after is not None:
         kept = [e for e in out[: plan.close_after] if not final_response(e.get("msg"), request_id)]
         edited.rest = [e for e in out if all(e is not k for k in kept)]
@@ -496,7 +508,7 @@ def edit_events(events: list[dict], plan: Plan, request_id: Any, stream: str) ->
             kept = [{**e, "id": f"{stream}-{i}"} for i, e in enumerate(kept, 1)]
             kept.insert(0, {"id": f"{stream}-0", "data": ""})
             edited.notes.append("the tape has no SSE event ids: added them and a priming event for the resume")
-        edited.events[:] = kept
+        edited.events = kept
         edited.notes.append(f"closed the stream after {plan.close_after} events, without the final response; "
                             "a Last-Event-ID resume gets the rest")
     return edited

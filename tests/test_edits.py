@@ -407,3 +407,108 @@ def test_the_dry_run_lists_where_each_edit_fires(tapes):
     assert out.stderr == "mcptape: warning: edit 'drop at=ping' never fired\n"
     stdio = run_mcptape("edits", tapes["sse"], "--edit", "explode at=ping")
     assert stdio.returncode == 2 and "unknown action 'explode'" in stdio.stderr
+
+
+# -- live traffic ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def live(tmp_path):
+    """`mcptape record --edit …` in front of a real SDK server: yields start(*edits, flags=()) -> Recording."""
+    procs = []
+
+    def start(*edits: str, flags: tuple[str, ...] = ("--event-store",)):
+        port = free_port()
+        procs.append(spawn_demo(port, *flags))
+        args = [a for e in edits for a in ("--edit", e)]
+        rec = start_recording(f"http://127.0.0.1:{port}/mcp", tmp_path / f"live{len(procs)}.mcptape", *args)
+        procs.append(rec.proc)
+        return rec
+
+    yield start
+    for proc in procs:
+        stop(proc)
+
+
+def test_live_seed_001_a_stale_session_answered_401_from_the_third_post(live):
+    rec = live('expire-session status=401 body="Unauthorized: Session not found" at=post:3')
+    seen: list[str] = []
+
+    async def run() -> None:
+        async with Client(rec.url, mode="legacy") as client:  # POST 1 initialize, POST 2 initialized
+            for _ in range(2):  # POST 3 and 4: refused, the client keeps its session id
+                try:
+                    await client.list_tools()
+                    seen.append("ok")
+                except Exception as e:
+                    seen.append(type(e).__name__)
+
+    anyio.run(run)
+    code, _, err = rec.stop()
+    assert code == 0 and "ok" not in seen and len(seen) == 2, (seen, err)
+    tape = read(rec.tape)
+    requests = {r["exchange"]: r for r in tape.records if r["kind"] == "http.request"}
+    refused = [r for r in tape.records if r["kind"] == "http.response" and r.get("injected")]
+    assert [(r["status"], r["raw"]) for r in refused[:2]] == [(401, b"Unauthorized: Session not found")] * 2
+    assert [requests[r["exchange"]]["msg"]["method"] for r in refused[:2]] == ["tools/list"] * 2
+    by_rule = {f["rule"]: f for f in findings(rec.tape)}
+    assert by_rule["wrong-status-for-dead-session"]["injected"]  # never blamed on the real server
+    assert by_rule["dead-session-reuse"]["severity"] == "error"
+
+
+def test_live_drop_leaves_a_client_with_a_timeout_hanging_seed_000(live):
+    rec = live("drop at=tools/call#1")
+    outcome: list[str] = []
+
+    async def run() -> None:
+        async with Client(rec.url, mode="legacy") as client:
+            try:
+                await client.call_tool("add", {"a": 2, "b": 3}, read_timeout_seconds=1.0)
+                outcome.append("answered")
+            except MCPError as e:
+                outcome.append(f"error {e.error.message}")
+            result = await client.call_tool("add", {"a": 1, "b": 1})  # the server was fine all along
+            outcome.append(json.dumps(result.structured_content))
+
+    anyio.run(run)
+    rec.stop()
+    assert outcome[0].startswith("error") and "imed out" in outcome[0] and outcome[1] == '{"result": 2}'
+    edits = [r for r in read(rec.tape).records if r["kind"] == "edit"]
+    assert edits[-1]["detail"] == "withheld the final response"
+    assert edits[-1]["withheld"][0]["result"]["structuredContent"] == {"result": 5}
+
+
+def test_live_answers_and_stream_edits(live):
+    rec = live("status code=503 at=tools/list", "error code=-32001 message=nope at=tools/call#1",
+               "drop-event n=1 at=tools/call#2", "duplicate at=tools/call#3", "malformed kind=wrong-id at=tools/call#4",
+               "delay seconds=0.3 at=tools/call#5", "reset at=tools/call#6")
+    url = rec.url
+    session = open_session(url)
+    status, headers, _ = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session)
+    assert status == 503 and headers["Retry-After"] == "1"
+    assert post(url, call(3, "add", {"a": 2, "b": 3}), session)[2] == [
+        {"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "nope"}}]
+    whole = events(raw_sse(url, call(4, "add", {"a": 2, "b": 3}), session)[0])
+    assert json.loads(whole[-1])["id"] == 4 and whole[0] != ""  # the priming event (event 1) was dropped
+    finals = [e for e in events(raw_sse(url, call(5, "add", {"a": 2, "b": 3}), session)[0]) if '"result"' in e]
+    assert len(finals) == 2 and finals[0] == finals[1]
+    assert json.loads(events(raw_sse(url, call(6, "add", {"a": 2, "b": 3}), session)[0])[-1])["id"] == \
+        "mcptape-wrong-id-6"
+    start = time.monotonic()
+    assert post(url, call(7, "add", {"a": 2, "b": 3}), session)[2][-1]["id"] == 7
+    assert time.monotonic() - start >= 0.3
+    assert raw_sse(url, call(8, "add", {"a": 2, "b": 3}), session)[1] in ("reset", "closed")
+    code, _, err = rec.stop()
+    assert code == 0, err
+    edits = [r for r in read(rec.tape).records if r["kind"] == "edit"]
+    assert len({text for r in edits for text in r["edits"]}) == 7 and all(r["injected"] for r in edits)
+    assert [r["detail"] for r in edits if "withheld" in r] == ["dropped SSE event 1"]
+
+
+def test_live_refuses_what_it_cannot_do_faithfully(tmp_path):
+    out = run_mcptape("record", "--upstream", "http://127.0.0.1:9/mcp", "-o", str(tmp_path / "x.mcptape"),
+                      "--edit", "close-stream after=1 at=tools/call")
+    assert out.returncode == 2 and "close-stream is not applied to live traffic" in out.stderr
+    out = run_mcptape("record", "-o", str(tmp_path / "y.mcptape"), "--edit", "drop at=tools/call", "--", "true")
+    assert out.returncode == 2 and "edits on a live stdio server are not supported yet" in out.stderr
+    assert not (tmp_path / "x.mcptape").exists() and not (tmp_path / "y.mcptape").exists()

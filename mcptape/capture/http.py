@@ -231,8 +231,22 @@ class SSEStream:
         self._held = b""
         self._first_event_done = False
         self._swap: tuple[bytes, bytes] | None = None
+        # A live edit that changes events (edits.StreamEditor): the client then gets the edited events, each sent
+        # as soon as it is complete, instead of the bytes as they came.
+        self.editor = None
+        self._edited = b""
+
+    def edit(self, editor) -> bool:
+        """Send the client edited events from now on; refused (False) when the bytes are not plain SSE text."""
+        if self.decoder is None or self.decoder.encoding not in (None, "", "identity") or not self.with_body:
+            return False
+        self.editor = editor
+        return True
 
     def forward(self, chunk: bytes) -> bytes | list[bytes]:
+        if self.editor is not None:
+            out, self._edited = self._edited, b""
+            return out or []
         if not chunk:  # end of stream
             return self._release()
         if not self._holding:
@@ -275,8 +289,21 @@ class SSEStream:
                 if self.relocation and (moved := self.relocation.rewrite(event.data)):
                     self._swap = (event.data.encode(), moved.encode())
                     record["rewritten_to"] = moved
-            self.capture._write(self.exchange, record)
+            if self.editor is not None:
+                self._edit(record)
+            else:
+                self.capture._write(self.exchange, record)
             self._first_event_done = True
+
+    def _edit(self, record: records.Record) -> None:
+        withheld = len(self.editor.withheld)
+        for sent in self.editor.feed(record):
+            self.capture._write(self.exchange, sent)
+            self._edited += sse.encode(records.wire_event(sent))
+        if len(self.editor.withheld) > withheld:
+            self.capture.sink.write(records.edit(record["t"], [e.text for e in self.editor.plan.fired],
+                                                 self.editor.notes[-1], self.exchange.number,
+                                                 self.editor.withheld[withheld:]))
 
 
 def _legacy_session(query: list[tuple[str, str]]) -> str | None:

@@ -1,12 +1,16 @@
-"""The mitmproxy addon that records MCP traffic: it adapts flows to capture.http.HttpCapture and nothing more.
+"""The mitmproxy addon that records MCP traffic and applies live edits: it adapts flows to
+capture.http.HttpCapture (recording) and edits.Editor (the decisions), and nothing more.
 
 Loaded by `mcptape record` in-process, or by mitmdump: `mitmdump -s "$(mcptape addons record)" --set
-mcptape_tape=run.mcptape`. SSE responses are streamed through (never buffered), each chunk handed to the capture
-before it goes on to the client.
+mcptape_tape=run.mcptape [--set mcptape_edit=EDIT]`. SSE responses are streamed through (never buffered), each
+chunk handed to the capture before it goes on to the client. Recording and editing live in one addon because
+their order matters on every hook: a request is recorded before an edit answers it, a withheld response is held
+before its end is recorded, and an edited stream is recorded as the client gets it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
@@ -17,12 +21,14 @@ from mitmproxy import ctx, exceptions
 from mitmproxy import http as mhttp
 from mitmproxy.proxy import mode_specs
 
-from .. import TOOL
+from .. import TOOL, edits
 from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
-from ..wire import http
+from ..wire import http, jsonrpc
 from .http import HttpCapture, Relocation, Scope, SSEStream
+
+PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
 
 logger = logging.getLogger("mcptape")
 
@@ -76,10 +82,18 @@ class _Tap:
         return self.stream.forward(chunk)
 
 
+class _Discard:
+    """Where records go when there are edits but no tape: the capture still drives the edited streams."""
+
+    def write(self, record: records.Record) -> None:
+        pass
+
+
 class Recorder:
     def __init__(self) -> None:
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
+        self.editor: edits.Editor | None = None
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
 
@@ -94,13 +108,23 @@ class Recorder:
         loader.add_option("mcptape_redact_header", Sequence[str], [], "Also redact this header (repeatable).")
         loader.add_option("mcptape_no_redact", bool, False, "Record credentials as they are (unsafe).")
         loader.add_option("mcptape_record_all", bool, False, "Record bodies of non-MCP exchanges too.")
+        loader.add_option("mcptape_edit", Sequence[str], [],
+                          "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
 
     def configure(self, updated: set[str]) -> None:
         if not any(name.startswith("mcptape_") for name in updated):
             return
         self._close("reconfigured")
+        try:
+            parsed = [edits.parse(e) for e in ctx.options.mcptape_edit]
+            edits.check_transport(parsed, live=True)
+        except edits.EditError as e:
+            raise exceptions.OptionsError(str(e)) from None
+        self.editor = edits.Editor(parsed) if parsed else None
         path = ctx.options.mcptape_tape
         if not path:
+            if self.editor is not None:
+                self.capture = HttpCapture(_Discard(), Redactor(), Scope())
             return
         if ctx.options.mcptape_no_redact:
             logger.warning("mcptape: redaction is off; credentials will be written into the tape as they are")
@@ -121,15 +145,51 @@ class Recorder:
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
-    @_guarded
     def request(self, flow: mhttp.HTTPFlow) -> None:
+        self._record_request(flow)
+        if self.editor is not None:
+            try:
+                self._edit_request(flow)
+            except Exception as e:
+                logger.error(f"mcptape: applying an edit failed: {type(e).__name__}: {e}")
+
+    @_guarded
+    def _record_request(self, flow: mhttp.HTTPFlow) -> None:
         body, problem = _content(flow.request)
         self.capture.request(
             flow.id, flow.client_conn.id, flow.request.timestamp_start, flow.request.method,
             flow.request.path, _headers(flow.request.headers), body, problem,
         )
 
-    def responseheaders(self, flow: mhttp.HTTPFlow) -> None:
+    def _edit_request(self, flow: mhttp.HTTPFlow) -> None:
+        """Decide the edits for a request; answer it ourselves when an edit says so (the server never sees it)."""
+        msg = jsonrpc.parse(_content(flow.request)[0]).msg if flow.request.method == "POST" else None
+        plan = self.editor.plan(time.time(), msg, flow.request.method, flow.request.headers.get(http.SESSION_ID))
+        if not plan:
+            return
+        flow.metadata[PLAN] = plan
+        if plan.reset:
+            self._edited(flow, "reset the connection")
+            flow.kill()
+        elif plan.status is not None:
+            status, headers, body = plan.status
+            flow.response = mhttp.Response.make(status, body, _mitm_headers(headers))
+            self._edited(flow, f"answered HTTP {status} instead" + (": the session is dead" if plan.dead_session else ""))
+        elif plan.error is not None:
+            flow.response = mhttp.Response.make(200, jsonrpc_bytes(plan.error), _mitm_headers([("content-type", http.JSON)]))
+            self._edited(flow, "answered with a JSON-RPC error instead")
+        elif plan.delay or plan.changes_events:
+            self._edited(flow, edits.describe(plan))
+
+    def _edited(self, flow: mhttp.HTTPFlow, detail: str, withheld: list | None = None) -> None:
+        if self.capture is not None:
+            plan = flow.metadata[PLAN]
+            self.capture.edited(flow.id, time.time(), [e.text for e in plan.fired], detail, withheld)
+
+    async def responseheaders(self, flow: mhttp.HTTPFlow) -> None:
+        plan: edits.Plan | None = flow.metadata.get(PLAN)
+        if plan is not None and plan.delay:
+            await asyncio.sleep(plan.delay)  # the whole response waits: nothing else on the proxy does
         if http.media_type(flow.response.headers.get("content-type")) != http.SSE:
             return
         flow.response.stream = True  # never buffer an event stream, recorded or not
@@ -143,11 +203,36 @@ class Recorder:
         except Exception as e:
             logger.error(f"mcptape: recording a response head failed: {type(e).__name__}: {e}")
             return
-        if stream is not None:
-            flow.response.stream = _Tap(stream)
+        if stream is None:
+            return
+        if plan is not None and plan.changes_events and not plan.replaces_answer:
+            if not stream.edit(edits.StreamEditor(plan, _request_id(flow))):
+                self.editor.not_applied(plan, ("drop", "drop-event", "duplicate", "malformed"),
+                                        "the event stream is compressed; mcptape cannot edit it live")
+        flow.response.stream = _Tap(stream)
+
+    async def response(self, flow: mhttp.HTTPFlow) -> None:
+        plan: edits.Plan | None = flow.metadata.get(PLAN)
+        if plan is not None and plan.drop and not plan.replaces_answer:
+            await self._withhold(flow)
+            return
+        self._record_response(flow)
+
+    async def _withhold(self, flow: mhttp.HTTPFlow) -> None:
+        """drop: the final response never reaches the client; the request (or its stream) stays open until the
+        client gives up or the proxy stops."""
+        if not flow.response.stream:
+            body, _ = _content(flow.response)
+            self._edited(flow, "withheld the response; the request stays open", [jsonrpc.parse(body).msg])
+        while not self.stopping and flow.client_conn.timestamp_end is None:
+            await asyncio.sleep(0.05)
+        if self.capture is not None:
+            reason = records.PROXY_STOPPED if self.stopping else records.CLIENT_DISCONNECTED
+            self.capture.failed(flow.id, time.time(), reason, "the response was withheld by an edit")
+        flow.kill()
 
     @_guarded
-    def response(self, flow: mhttp.HTTPFlow) -> None:
+    def _record_response(self, flow: mhttp.HTTPFlow) -> None:
         body, problem = (b"", None) if flow.response.stream else _content(flow.response)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
@@ -162,6 +247,8 @@ class Recorder:
         message = (flow.error.msg if flow.error else "").lower()
         if self.stopping:
             return records.PROXY_STOPPED
+        if (plan := flow.metadata.get(PLAN)) is not None and plan.reset:
+            return records.UPSTREAM_RESET  # what the client saw: the connection went away
         if "client disconnected" in message:
             return records.CLIENT_DISCONNECTED
         upstream = flow.server_conn
@@ -185,6 +272,21 @@ class Recorder:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+def _request_id(flow: mhttp.HTTPFlow):
+    msg = jsonrpc.parse(_content(flow.request)[0]).msg
+    return msg.get("id") if isinstance(msg, dict) else None
+
+
+def _mitm_headers(headers: list[tuple[str, str]]) -> mhttp.Headers:
+    return mhttp.Headers([(k.encode(), v.encode()) for k, v in headers])
+
+
+def jsonrpc_bytes(value) -> bytes:
+    from ..tape import json_form
+
+    return json_form.dumps(value).encode()
 
 
 def _relocation(flow: mhttp.HTTPFlow) -> Relocation | None:

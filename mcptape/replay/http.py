@@ -203,7 +203,7 @@ class HttpReplay:
     def _emit(self, channel: tuple[_Connection, SSEStream | None], events: list[dict]) -> None:
         conn, stream = channel
         for record in events:
-            chunk = sse.encode(_event(record))
+            chunk = sse.encode(records.wire_event(record))
             conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             if stream is not None:
                 stream.record(chunk)
@@ -290,7 +290,7 @@ class HttpReplay:
                 out = []
                 await asyncio.sleep(self.pace(max(0.0, record["t"] - previous)))
                 previous = record["t"]
-            chunk = sse.encode(_event(record))
+            chunk = sse.encode(records.wire_event(record))
             if conn.closed:
                 break
             out.append(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
@@ -366,14 +366,6 @@ class HttpReplay:
 
 def _waiter(session: LiveSession | None, request_id) -> tuple:
     return (session.id if session else "", jsonrpc.id_key(request_id))
-
-
-def _event(record: dict) -> sse.Event:
-    data = record.get("data")
-    if "msg" in record:
-        data = json_form.dumps(record["msg"])
-    return sse.Event(id=record.get("id"), event=record.get("event"), data=data, retry=record.get("retry"),
-                     comments=list(record.get("comments", [])))
 
 
 class _Connection(asyncio.Protocol):

@@ -114,6 +114,16 @@ def sse_event(t: float, exchange: int, event: Any) -> Record:
     return record
 
 
+def wire_event(record: Record) -> Any:
+    """An sse.event record back as a wire.sse.Event, to send it again (replayed, or edited on its way)."""
+    from ..wire import sse
+    from .json_form import dumps
+
+    data = dumps(record["msg"]) if "msg" in record else record.get("data")
+    return sse.Event(id=record.get("id"), event=record.get("event"), data=data, retry=record.get("retry"),
+                     comments=list(record.get("comments", [])))
+
+
 def sse_raw(t: float, exchange: int, raw: bytes, problem: str) -> Record:
     """Stream bytes that could not be read as SSE (say, a broken content-encoding), kept as they passed."""
     return {"kind": SSE_EVENT, "t": t, "exchange": exchange, "dir": S2C, "raw": raw, "problem": problem}
