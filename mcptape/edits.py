@@ -291,6 +291,8 @@ class Editor:
             plan.status, plan.dead_session = answer, True
             return plan
         for edit in self.edits:
+            if edit.action == "expire-session" and session is None:
+                continue  # nothing to expire yet: it fires on the first selected request that carries a session
             if (edit.times is None or edit.fired < edit.times) and self._selects(edit.at, t, msg, http_method,
                                                                                     session):
                 edit.fired += 1
