@@ -391,7 +391,7 @@ def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
 
         writer = Writer(log, records.header(time.time(), TOOL)) if log else None
         try:
-            stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer)
+            stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace_function(pace))
         except KeyboardInterrupt:
             pass
         finally:

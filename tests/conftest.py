@@ -3,6 +3,7 @@ free loopback ports. Nothing here is a mock."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import pytest
 
 BIN = Path(sys.executable).parent
@@ -134,3 +136,61 @@ def by_exchange(tape) -> dict[int, list[dict]]:
         if "exchange" in r:
             out.setdefault(r["exchange"], []).append(r)
     return out
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def call(id_, name: str, arguments: dict, token=None) -> dict:
+    params = {"name": name, "arguments": arguments}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+
+
+class LineClient:
+    """A stdio client that reads the server's lines with a deadline (unbuffered: select sees every byte)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     bufsize=0)
+        self.pending = b""
+
+    def send(self, msg: dict) -> None:
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+
+    def lines(self, seconds: float, count: int = 100) -> list[bytes]:
+        """Up to `count` lines, waiting at most `seconds` for each."""
+        import select
+
+        out: list[bytes] = []
+        while len(out) < count:
+            if b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                out.append(line)
+                continue
+            if not select.select([self.proc.stdout], [], [], seconds)[0]:
+                break
+            chunk = self.proc.stdout.read(65536)
+            if not chunk:
+                break
+            self.pending += chunk
+        return out
+
+    def receive(self) -> dict:
+        return json.loads(self.lines(10, 1)[0])
+
+
+@pytest.fixture(scope="module")
+def stdio_tape(tmp_path_factory) -> str:
+    """A real stdio session recorded through the wrapper: the demo client's script against the demo server."""
+    from mcp import StdioServerParameters
+
+    from mcptape.demo.client import script
+
+    tape = tmp_path_factory.mktemp("stdio") / "stdio.mcptape"
+    argv = [MCPTAPE, "record", "-o", str(tape), "--", sys.executable, "-m", "mcptape.demo.server", "--stdio"]
+    anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    return str(tape)

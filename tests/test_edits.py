@@ -17,20 +17,9 @@ from mcptape.edits import EditError, parse
 from mcptape.replay import replaying
 from mcptape.tape.file import read
 
-from .conftest import MCPTAPE, free_port, run_mcptape, spawn_demo, start_recording, stop
+from .conftest import (INIT, INITIALIZED, MCPTAPE, LineClient, call, free_port, run_mcptape, spawn_demo,
+                       start_recording, stop)
 from .test_replay import HEADERS, post
-
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def call(id_, name: str, arguments: dict, token=None) -> dict:
-    params = {"name": name, "arguments": arguments}
-    if token is not None:
-        params["_meta"] = {"progressToken": token}
-    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
-
 
 def _record(tmp, name: str, *flags: str):
     """A real session (SDK client and server, through `mcptape record`): initialize, tools/list, add, countdown
@@ -216,7 +205,7 @@ def raw_sse(url: str, msg: dict, session: str) -> tuple[bytes, str | None]:
             f"MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {len(body)}\r\n\r\n").encode()
     with socket.create_connection((host, int(port)), timeout=1.0) as s:
         s.sendall(head + body)
-        data, ended = b"", None
+        data = b""
         while True:
             try:
                 chunk = s.recv(65536)
@@ -313,53 +302,6 @@ def test_json_framed_answers_refuse_stream_edits_and_unfired_edits_are_reported(
 
 
 # -- stdio ----------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def stdio_tape(tmp_path_factory) -> str:
-    from mcp import StdioServerParameters
-
-    from mcptape.demo.client import script
-
-    from .test_record_stdio import DEMO, wrapped
-
-    tape = tmp_path_factory.mktemp("stdio") / "stdio.mcptape"
-    argv = wrapped(tape, *DEMO)
-    anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
-    return str(tape)
-
-
-class LineClient:
-    """A stdio client that reads the server's lines with a deadline (unbuffered: select sees every byte)."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     bufsize=0)
-        self.pending = b""
-
-    def send(self, msg: dict) -> None:
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-
-    def lines(self, seconds: float, count: int = 100) -> list[bytes]:
-        """Up to `count` lines, waiting at most `seconds` for each."""
-        import select
-
-        out: list[bytes] = []
-        while len(out) < count:
-            if b"\n" in self.pending:
-                line, self.pending = self.pending.split(b"\n", 1)
-                out.append(line)
-                continue
-            if not select.select([self.proc.stdout], [], [], seconds)[0]:
-                break
-            chunk = self.proc.stdout.read(65536)
-            if not chunk:
-                break
-            self.pending += chunk
-        return out
-
-    def receive(self) -> dict:
-        return json.loads(self.lines(10, 1)[0])
 
 
 def test_stdio_edits(stdio_tape, tmp_path):
@@ -512,3 +454,4 @@ def test_live_refuses_what_it_cannot_do_faithfully(tmp_path):
     out = run_mcptape("record", "-o", str(tmp_path / "y.mcptape"), "--edit", "drop at=tools/call", "--", "true")
     assert out.returncode == 2 and "edits on a live stdio server are not supported yet" in out.stderr
     assert not (tmp_path / "x.mcptape").exists() and not (tmp_path / "y.mcptape").exists()
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import subprocess
 import sys
 import urllib.error
@@ -17,7 +18,7 @@ from mcptape.demo.client import script
 from mcptape.replay import areplaying, replaying
 from mcptape.tape.file import read
 
-from .conftest import MCPTAPE, run_mcptape, stop
+from .conftest import INIT, MCPTAPE, LineClient, call, run_mcptape, stop
 from .test_record_stdio import DEMO, wrapped
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -230,3 +231,27 @@ def test_a_legacy_http_sse_tape_replays_over_that_transport(demo_server, record)
     with replaying(str(rec.tape)) as url:
         assert url.endswith("/sse")
         assert anyio.run(legacy, url) == direct
+
+
+def test_stdio_replay_keeps_the_recorded_pace_when_asked(stdio_tape):
+    """The countdown's three steps were 50 ms apart: --pace recorded spaces them so, x1000 does not."""
+    lines = [r for r in read(stdio_tape).records if r["kind"] == "stdio.line" and r["dir"] == "s2c"]
+    progress = [r["t"] for r in lines if r["msg"].get("method") == "notifications/progress"]
+    final = next(r["t"] for r in lines if r["msg"].get("result", {}).get("content", [{}])[0].get("text", "")
+                 .startswith("counted down"))
+    recorded = final - progress[0]
+    spans = {}
+    for pace in ("recorded", "x1000"):
+        client = LineClient([MCPTAPE, "replay", stdio_tape, "--stdio", "--pace", pace])
+        client.send(INIT)
+        client.receive()
+        client.send(call(2, "countdown", {"steps": 3}, token=1))
+        got = []
+        while not got or "result" not in got[-1]:
+            got.append(client.receive())
+            got[-1]["_t"] = time.monotonic()
+        first = next(m["_t"] for m in got if m.get("method") == "notifications/progress")
+        spans[pace] = got[-1]["_t"] - first
+        client.proc.stdin.close()
+        client.proc.wait(20)
+    assert spans["recorded"] >= recorded * 0.9 and spans["x1000"] < spans["recorded"]

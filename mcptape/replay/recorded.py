@@ -28,7 +28,7 @@ class Answer:
     body: Any = None  # the JSON body of a JSON-framed response
     raw: bytes | None = None  # a body that was not JSON
     events: list[dict] = field(default_factory=list)  # sse.event records, in order
-    lines: list[dict] = field(default_factory=list)  # stdio: messages written back, in order
+    lines: list[dict] = field(default_factory=list)  # stdio: {"msg", "t"} for each message written back, in order
     t: float = 0.0
     used: int = 0
     last_event_id: str | None = None  # a GET that resumed a stream
@@ -150,7 +150,7 @@ class _Collect(Observer):
             elif kind in ("response", "error"):
                 answer = self.stdio_open.pop(jsonrpc.id_key(message.get("id")), None)
                 if answer is not None:
-                    answer.lines.append(message)
+                    answer.lines.append({"msg": message, "t": seen.t})
             elif kind == "notification":
                 # notifications go out before the answer of the call they belong to: by progress token, or the
                 # one call in flight
@@ -160,7 +160,7 @@ class _Collect(Observer):
                 if owner is None and len(self.stdio_open) == 1:
                     owner = next(iter(self.stdio_open.values()))
                 if owner is not None:
-                    owner.lines.append(message)
+                    owner.lines.append({"msg": message, "t": seen.t})
 
 
 def _token(request: Any) -> Any:

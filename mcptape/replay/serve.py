@@ -39,7 +39,7 @@ class Outcome:
     status: int = 200
     body: Any = None  # for JSON framing (or our own error)
     events: list[dict] = field(default_factory=list)  # for SSE framing: sse.event records, rewritten
-    lines: list[dict] = field(default_factory=list)  # for stdio
+    lines: list[dict] = field(default_factory=list)  # for stdio: {"msg", "t"}, rewritten
     session: LiveSession | None = None
 
 
@@ -110,7 +110,7 @@ class Replayer:
 
     def _outcome(self, recorded: Answer, maps: LiveSession, session: LiveSession | None) -> Outcome:
         events = [self._rewrite_event(e, maps) for e in recorded.events]
-        lines = [self._rewrite(m, maps) for m in recorded.lines]
+        lines = [self._rewrite_event(m, maps) for m in recorded.lines]
         return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
                        [e for e in events if e is not None], [m for m in lines if m is not None], session)
 
@@ -134,7 +134,7 @@ class Replayer:
             "code": MISS_CODE, "message": f"mcptape: no recorded answer for {method} ({where})",
             "data": {"closest": {"record": best.seq, "request": best.request} if best else None,
                      "difference": _json_safe(diff)}}}
-        return Outcome(status=200, body=error, lines=[error], session=session)
+        return Outcome(status=200, body=error, lines=[{"msg": error}], session=session)
 
     def unused(self) -> list[Answer]:
         return [a for a in self.recording.answers

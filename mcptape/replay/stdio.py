@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import BinaryIO
 
 from .. import edits
@@ -12,9 +13,10 @@ from ..wire import jsonrpc
 from .serve import Replayer
 
 
-def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | None = None) -> None:
+def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | None = None,
+          pace: Callable[[float], float] | None = None) -> None:
     """Answer each request line until stdin closes: the recorded notifications, then the answer. Notifications and
-    responses from the client get nothing back, as on the wire."""
+    responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded."""
     session = replayer.open_session()
     editor = replayer.editor
 
@@ -53,7 +55,7 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                 write(json_form.dumps(plan.error).encode(), True)
                 continue
             outcome = replayer.answer(msg, session)
-            lines: list[dict] = [{"msg": m} for m in outcome.lines]
+            lines = outcome.lines
             injected = bool(plan and plan.changes_events)
             if injected:
                 change = edits.edit_events(lines, plan, msg.get("id"), "")
@@ -61,7 +63,11 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                 lines = change.events
                 if plan.drop and outcome.answer is not None:
                     outcome.answer.used -= 1  # never delivered: a retry gets it
+            previous = outcome.answer.t if outcome.answer is not None else 0.0
             for line in lines:
+                if pace is not None and line.get("t"):
+                    time.sleep(pace(max(0.0, line["t"] - previous)))
+                    previous = line["t"]
                 out = line.get("msg")
                 write(json_form.dumps(out).encode() if "msg" in line else line["data"].encode(), injected)
                 if jsonrpc.kind(out) == "request":  # server-initiated: wait for the client's answer, as recorded
