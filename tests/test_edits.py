@@ -129,7 +129,7 @@ def test_an_sdk_client_after_an_injected_expiry_keeps_the_dead_session(tapes, tm
 
     with replaying(tapes["sse"], log=str(log), edits=("expire-session at=tools/call#2",)) as url:
         anyio.run(run)
-    assert seen == ["tools 7", 'add {"result": 5}', "error Session not found", "error Session not found"]
+    assert seen == ["tools 8", 'add {"result": 5}', "error Session not found", "error Session not found"]
 
     edits, injected = logged(log)
     assert [e["detail"] for e in edits] == ["answered HTTP 404 instead"] + [

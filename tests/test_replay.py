@@ -255,3 +255,48 @@ def test_stdio_replay_keeps_the_recorded_pace_when_asked(stdio_tape):
         client.proc.stdin.close()
         client.proc.wait(20)
     assert spans["recorded"] >= recorded * 0.9 and spans["x1000"] < spans["recorded"]
+
+
+def test_standalone_stream_messages_come_at_their_recorded_point(demo_server, record):
+    """A list_changed the server sent on its GET stream during `announce` is replayed once `announce` is asked,
+    not as soon as the client opens its stream."""
+    import socket
+    import threading
+
+    from mcp import Client
+
+    from .conftest import INITIALIZED
+
+    rec = record(demo_server())
+
+    async def recorded() -> None:
+        async with Client(rec.url, mode="legacy") as client:
+            await anyio.sleep(0.3)  # the client's GET stream is open
+            await client.call_tool("announce", {})
+
+    anyio.run(recorded)
+    rec.stop()
+    changed = [r for r in read(rec.tape).records
+               if r["kind"] == "sse.event" and r.get("msg", {}).get("method") == "notifications/tools/list_changed"]
+    assert len(changed) == 1
+
+    with replaying(str(rec.tape)) as url:
+        status, headers, _ = post(url, INIT)
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        post(url, INITIALIZED, session)
+        host, port = url.split("//")[1].split("/")[0].split(":")
+        got: list[bytes] = []
+        stream = socket.create_connection((host, int(port)))
+        stream.sendall(f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\nMcp-Session-Id: "
+                       f"{session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n".encode())
+        reader = threading.Thread(target=lambda: [got.append(c) for c in iter(lambda: stream.recv(65536), b"")],
+                                  daemon=True)
+        reader.start()
+        time.sleep(0.3)
+        assert b"list_changed" not in b"".join(got)  # not yet: the recorded server sent it during announce
+        assert post(url, call(2, "announce", {}), session)[2][-1]["result"]["content"][0]["text"] == "announced"
+        deadline = time.monotonic() + 5
+        while b"list_changed" not in b"".join(got) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert b"notifications/tools/list_changed" in b"".join(got)
+        stream.close()

@@ -32,6 +32,13 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
+async def announce(ctx: Context) -> str:
+    """Tell the client the tool list changed: a notification on the session's standalone GET stream."""
+    await ctx.session.send_tool_list_changed()
+    return "announced"
+
+
+@server.tool()
 async def countdown(steps: int, ctx: Context, delay: float = 0.05) -> str:
     """Count down, reporting progress and a log message at every step."""
     for i in range(steps):

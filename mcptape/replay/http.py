@@ -72,6 +72,8 @@ class HttpReplay:
         self.paths = replayer.recording.paths or {"/mcp"}
         self._channels: dict[str, tuple[_Connection, SSEStream | None]] = {}  # legacy: session -> its GET stream
         self._streams: dict[str, list[asyncio.Event]] = {}  # live session id -> its open GET streams
+        # live session id -> its standalone GET stream and the recorded events still waiting for their request
+        self._standalone: dict[str, tuple[_Connection, SSEStream | None, list[dict]]] = {}
         self._waiting: dict[tuple, asyncio.Future] = {}  # (live session id, request id) -> the client's answer
         self._keys = 0
 
@@ -125,7 +127,19 @@ class HttpReplay:
             if self.editor is not None:
                 self.editor.opened(session.id)
         outcome = self.replayer.answer(msg, session)
+        if session is not None and session.id in self._standalone:
+            self._release_standalone(session)
         await self._serve(conn, key, outcome, plan, msg.get("id"))
+
+    def _release_standalone(self, session: LiveSession) -> None:
+        """Send what the recorded server put on the GET stream once the request it followed has come."""
+        conn, stream, waiting = self._standalone[session.id]
+        ready = 0
+        while ready < len(waiting) and waiting[ready]["after"].used:
+            ready += 1
+        if ready:
+            self._emit((conn, stream), waiting[:ready])
+            self._standalone[session.id] = (conn, stream, waiting[ready:])
 
     # -- edits -----------------------------------------------------------------------------------------------------
 
@@ -337,10 +351,19 @@ class HttpReplay:
             return self._finish_events(conn, key, 200, headers, records.COMPLETE)
         outcome = self.replayer.resume(last_event_id, session)
         recorded = outcome.answer if outcome else None
-        await self._send_events(conn, key, 200, headers, outcome.events if outcome else [], recorded.t if recorded else 0)
+        events = outcome.events if outcome else []
+        waiting = []
+        if last_event_id is None:  # the standalone stream: each event waits for the request it followed
+            ready = next((i for i, e in enumerate(events) if e.get("after") and not e["after"].used), len(events))
+            events, waiting = events[:ready], events[ready:]
+        await self._send_events(conn, key, 200, headers, events, recorded.t if recorded else 0)
         if last_event_id is not None and recorded is not None and recorded.end == records.COMPLETE:
             return self._finish_events(conn, key, 200, headers, recorded.end)
+        if session is not None and waiting:
+            self._standalone[session.id] = (conn, self._log_stream_of(key), waiting)
         await self._stay_open(conn, key, session, 200, headers)
+        if session is not None and self._standalone.get(session.id, (None,))[0] is conn:
+            del self._standalone[session.id]
 
     async def _stay_open(self, conn: _Connection, key: int, session: LiveSession | None, status: int | None,
                          headers: list) -> None:

@@ -27,7 +27,9 @@ class Answer:
     headers: list = field(default_factory=list)
     body: Any = None  # the JSON body of a JSON-framed response
     raw: bytes | None = None  # a body that was not JSON
-    events: list[dict] = field(default_factory=list)  # sse.event records, in order
+    # sse.event records, in order; on a standalone GET stream each carries "after": the answer it followed in the
+    # recording, so the replay sends it once that answer has been served (None: before any request)
+    events: list[dict] = field(default_factory=list)
     lines: list[dict] = field(default_factory=list)  # stdio: {"msg", "t"} for each message written back, in order
     t: float = 0.0
     used: int = 0
@@ -177,7 +179,22 @@ def load(path: str) -> Recording:
     for _ in model.finish():
         pass
     entry = collect.answers[0].path if collect.answers else "/mcp"
+    for session in collect.sessions.values():
+        _place_standalone_events(session)
     return Recording(list(collect.sessions.values()), collect.answers, collect.paths, entry)
+
+
+def _place_standalone_events(session: RecordedSession) -> None:
+    """What a server sent on its standalone GET stream happened at a point among the session's requests (a
+    list_changed after a tool call): mark each event with the last request sent before it."""
+    if session.transport == LEGACY_SSE:
+        return  # there the GET stream is the channel every answer comes back on
+    posts = [a for a in session.answers if a.http_method == "POST" and jsonrpc.kind(a.request) == "request"]
+    for answer in session.answers:
+        if answer.http_method != "GET" or answer.last_event_id is not None:
+            continue
+        answer.events = [{**e, "after": next((p for p in reversed(posts) if p.t <= e.get("t", 0.0)), None)}
+                         for e in answer.events]
 
 
 def progress_token(request: Any) -> Any:
