@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from urllib.parse import parse_qsl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
 
 import httptools
@@ -43,11 +43,6 @@ def _head(status: int, headers: list[tuple[str, str]]) -> bytes:
 
 def _json_bytes(value) -> bytes:
     return json_form.dumps(value).encode()
-
-
-# Framing headers are ours to set (we re-encode bodies); the rest are served as recorded.
-_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date", "server",
-        http.SESSION_ID}
 
 
 class Request:
@@ -82,25 +77,30 @@ class HttpReplay:
 
     # -- one request -----------------------------------------------------------------------------------------------
 
-    async def handle(self, req: Request, conn: _Connection) -> None:
+    def handle(self, req: Request, conn: _Connection) -> Coroutine | None:
+        """Answer one request. Most answers are written at once; an answer that has to wait (a delay, a paced or
+        held stream, a GET stream, a server-initiated request) comes back as a coroutine for the connection to
+        await before its next request, so requests on a connection are still answered in order."""
         self._keys += 1
         key = self._keys
         if self.log is not None:
             self.log.request(key, id(conn), time.time(), req.method, req.target, req.headers, req.body)
         path = req.target.split("?", 1)[0]
         if path not in self.paths:
-            return await self._send(conn, key, 404, [("content-type", "text/plain")], b"Not Found")
+            return self._send(conn, key, 404, [("content-type", "text/plain")], b"Not Found")
         plan = self._plan(req, key) if self.editor is not None else None
-        if plan:
-            if plan.delay:
-                await asyncio.sleep(plan.delay)
-            if plan.replaces_answer:
-                return await self._injected(conn, key, plan)
+        if plan and plan.delay:
+            return _then(asyncio.sleep(plan.delay), lambda: self._dispatch(req, conn, key, plan))
+        return self._dispatch(req, conn, key, plan)
+
+    def _dispatch(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> Coroutine | None:
+        if plan and plan.replaces_answer:
+            return self._injected(conn, key, plan)
         if self.replayer.legacy:
-            return await self._legacy(req, conn, key, plan)
+            return self._legacy(req, conn, key, plan)
         session, refusal = self._session(req)
         if refusal is not None:
-            return await self._send(conn, key, *refusal)
+            return self._send(conn, key, *refusal)
         if req.method == "DELETE":
             if session is not None:
                 session.ended = True
@@ -108,20 +108,20 @@ class HttpReplay:
                     self.editor.ended(session.id)
                 for event in self._streams.pop(session.id, []):
                     event.set()
-            return await self._send(conn, key, 200, [], b"")
+            return self._send(conn, key, 200, [], b"")
         if req.method == "GET":
-            return await self._get_stream(conn, key, session, http.get(req.headers, http.LAST_EVENT_ID))
+            return self._get_stream(conn, key, session, http.get(req.headers, http.LAST_EVENT_ID))
         if req.method != "POST":
-            return await self._send(conn, key, 405, [("allow", "GET, POST, DELETE")], b"")
+            return self._send(conn, key, 405, [("allow", "GET, POST, DELETE")], b"")
         parsed = jsonrpc.parse(req.body)
         if parsed.problem and not parsed.is_json:
             error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {parsed.problem}"}}
-            return await self._send(conn, key, 400, [("content-type", http.JSON)], _json_bytes(error))
+            return self._send(conn, key, 400, [("content-type", http.JSON)], _json_bytes(error))
         msg = parsed.msg
         if not isinstance(msg, dict) or jsonrpc.kind(msg) not in ("request", "notification"):
             if isinstance(msg, dict) and (waiter := self._waiting.pop(_waiter(session, msg.get("id")), None)):
                 waiter.set_result(msg)  # the client answered a server-initiated request: the stream goes on
-            return await self._send(conn, key, 202, [], b"")  # a response to the server, a batch: accepted
+            return self._send(conn, key, 202, [], b"")  # a response to the server, a batch: accepted
         if msg.get("method") == "initialize" and session is None and self.replayer.session_era:
             session = self.replayer.open_session()
             if self.editor is not None:
@@ -129,7 +129,7 @@ class HttpReplay:
         outcome = self.replayer.answer(msg, session)
         if session is not None and session.id in self._standalone:
             self._release_standalone(session)
-        await self._serve(conn, key, outcome, plan, msg.get("id"))
+        return self._serve(conn, key, outcome, plan, msg.get("id"))
 
     def _release_standalone(self, session: LiveSession) -> None:
         """Send what the recorded server put on the GET stream once the request it followed has come."""
@@ -157,7 +157,7 @@ class HttpReplay:
         if self.log is not None:
             self.log.edited(key, time.time(), [e.text for e in plan.fired], detail, withheld or None)
 
-    async def _injected(self, conn: _Connection, key: int, plan: edits.Plan) -> None:
+    def _injected(self, conn: _Connection, key: int, plan: edits.Plan) -> None:
         """An answer of ours instead of the recorded one, which stays unused for a retry."""
         if plan.reset:
             self._edited(key, plan, "reset the connection")
@@ -167,10 +167,10 @@ class HttpReplay:
         elif plan.status is not None:
             self._edited(key, plan, f"answered HTTP {plan.status[0]} instead"
                          + (": the session is dead" if plan.dead_session else ""))
-            await self._send(conn, key, *plan.status)
+            self._send(conn, key, *plan.status)
         else:
             self._edited(key, plan, "answered with a JSON-RPC error instead")
-            await self._send(conn, key, 200, [("content-type", http.JSON)], _json_bytes(plan.error))
+            self._send(conn, key, 200, [("content-type", http.JSON)], _json_bytes(plan.error))
 
     async def _legacy(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> None:
         """2024-11-05 HTTP+SSE: a GET opens the channel (its first event names where to POST, with a fresh session
@@ -199,28 +199,26 @@ class HttpReplay:
         session = self.replayer.sessions.get(live_id)
         channel = self._channels.get(live_id)
         if session is None or channel is None:
-            return await self._send(conn, key, 404, [("content-type", "text/plain")], b"Could not find session")
+            return self._send(conn, key, 404, [("content-type", "text/plain")], b"Could not find session")
         msg = jsonrpc.parse(req.body).msg
         if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
-            return await self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
+            return self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
         outcome = self.replayer.answer(msg, session)
         if plan and (plan.changes_events):
             self.editor.not_applied(plan, ("drop", "drop-event", "close-stream", "duplicate", "malformed"),
                                     "legacy HTTP+SSE answers go out on the session's channel; there only status, "
                                     "error, delay, reset and the session edits apply")
         if outcome.answer is None:  # a miss: its error goes out on the channel like any answer
-            await self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
+            self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
             return self._emit(channel, [{"event": "message", "msg": outcome.body}])
-        await self._serve(conn, key, Outcome(outcome.answer, outcome.status, outcome.body, [], [], None))
+        pending = self._serve(conn, key, Outcome(outcome.answer, outcome.status, outcome.body, [], [], None))
+        if pending is not None:
+            await pending
         self._emit(channel, self.replayer.channel(outcome.answer, session))
 
     def _emit(self, channel: tuple[_Connection, SSEStream | None], events: list[dict]) -> None:
         conn, stream = channel
-        for record in events:
-            chunk = sse.encode(records.wire_event(record))
-            conn.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-            if stream is not None:
-                stream.record(chunk)
+        conn.write(b"".join(_chunk(record, stream) for record in events))
 
     def _log_stream_of(self, key: int) -> SSEStream | None:
         return self.log.stream_of(key) if self.log is not None else None
@@ -240,10 +238,10 @@ class HttpReplay:
             return None, (self.replayer.dead_status(), [("content-type", http.JSON)], _json_bytes(body))
         return live, None
 
-    async def _serve(self, conn: _Connection, key: int, outcome: Outcome, plan: edits.Plan | None = None,
-                     request_id=None) -> None:
+    def _serve(self, conn: _Connection, key: int, outcome: Outcome, plan: edits.Plan | None = None,
+               request_id=None) -> Coroutine | None:
         answer = outcome.answer
-        headers = [(k, v) for k, v in (answer.headers if answer else []) if k.lower() not in _HOP]
+        headers = list(answer.served_headers) if answer else []
         if outcome.session is not None:
             headers.append((http.SESSION_ID, outcome.session.id))
         edited = plan is not None and plan.changes_events and answer is not None
@@ -256,24 +254,31 @@ class HttpReplay:
                 self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer",
                              change.withheld)
                 events, cut = change.events, change.rest
-            await self._send_events(conn, key, outcome.status, headers, events, answer.t, outcome.session)
-            if cut is not None:
-                self._cut[events[-1]["id"] if events else ""] = cut
-                return self._finish_events(conn, key, outcome.status, headers, records.COMPLETE)
-            if edited and plan.drop:
-                return await self._stay_open(conn, key, outcome.session, outcome.status, headers)
-            return self._finish_events(conn, key, outcome.status, headers, answer.end)
+
+            def end() -> Coroutine | None:
+                if cut is not None:
+                    self._cut[events[-1]["id"] if events else ""] = cut
+                    return self._finish_events(conn, key, outcome.status, headers, records.COMPLETE)
+                if edited and plan.drop:
+                    return self._stay_open(conn, key, outcome.session, outcome.status, headers)
+                return self._finish_events(conn, key, outcome.status, headers, answer.end)
+
+            if self.pace is not None or any(_server_request(e) for e in events):
+                return _then(self._send_events(conn, key, outcome.status, headers, events, answer.t,
+                                               outcome.session), end)
+            self._write_events(conn, key, outcome.status, headers, events)
+            return end()
         if edited:
             if plan.drop:
                 self._edited(key, plan, "withheld the response; the request stays open", [outcome.body])
-                return await self._stay_open(conn, key, outcome.session, None, headers)
+                return self._stay_open(conn, key, outcome.session, None, headers)
             self.editor.not_applied(plan, ("drop-event", "close-stream", "duplicate"),
                                     f"the answer to {jsonrpc.describe(answer.request)} is JSON-framed, not an SSE "
                                     "stream")
             if plan.malformed and isinstance(outcome.body, dict):
                 self._edited(key, plan, f"sent the response malformed ({plan.malformed})")
                 body = edits.malform(outcome.body, plan.malformed).encode()
-                return await self._send(conn, key, outcome.status, [*headers, ("content-type", http.JSON)], body)
+                return self._send(conn, key, outcome.status, [*headers, ("content-type", http.JSON)], body)
         if outcome.body is not None:
             body = _json_bytes(outcome.body)
             if not any(k.lower() == "content-type" for k, _ in headers):
@@ -282,13 +287,19 @@ class HttpReplay:
             body = answer.raw
         else:
             body = b""
-        await self._send(conn, key, outcome.status, headers, body)
+        return self._send(conn, key, outcome.status, headers, body)
 
-    async def _send(self, conn: _Connection, key: int, status: int, headers: list, body: bytes) -> None:
+    def _send(self, conn: _Connection, key: int, status: int, headers: list, body: bytes) -> None:
         headers = [*headers, ("content-length", str(len(body)))]
         conn.write(_head(status, headers) + body)
         if self.log is not None:
             self.log.response(key, time.time(), status, _reason(status), headers, body)
+
+    def _write_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict]) -> None:
+        """The head and every event at once (nothing to wait for): one send, held for the stream's end."""
+        stream = self._log_stream(key, status, headers)
+        conn.pending = _head(status, [*headers, ("transfer-encoding", "chunked")]) + b"".join(
+            _chunk(record, stream) for record in events)
 
     async def _send_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
                            start: float, session: LiveSession | None = None) -> None:
@@ -304,22 +315,20 @@ class HttpReplay:
                 out = []
                 await asyncio.sleep(self.pace(max(0.0, record["t"] - previous)))
                 previous = record["t"]
-            chunk = sse.encode(records.wire_event(record))
             if conn.closed:
                 break
-            out.append(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-            if stream is not None:
-                stream.record(chunk)
-            msg = record.get("msg")
-            if isinstance(msg, dict) and jsonrpc.kind(msg) == "request":
+            out.append(_chunk(record, stream))
+            if _server_request(record):
                 conn.write(b"".join(out))
                 out = []
+                msg = record["msg"]
                 waiter = self._waiting[_waiter(session, msg.get("id"))] = asyncio.get_running_loop().create_future()
                 try:
                     await asyncio.wait_for(waiter, self.ANSWER_TIMEOUT)
                 except TimeoutError:
                     self._waiting.pop(_waiter(session, msg.get("id")), None)
         conn.pending = b"".join(out)  # the caller adds the stream's end and sends it all at once
+
     def _finish_events(self, conn: _Connection, key: int, status: int, headers: list, end: str | None) -> None:
         """End the stream as the recorded one ended: cleanly, or by dropping the connection (a server that
         expected a Last-Event-ID resume, or one that died)."""
@@ -387,6 +396,27 @@ class HttpReplay:
                 self.log.response(key, time.time(), status, _reason(status), headers, b"")
 
 
+async def _then(first: Awaitable, then: Callable[[], Coroutine | None]) -> None:
+    """Await `first`, then run `then`, and await what it returns, if anything."""
+    await first
+    pending = then()
+    if pending is not None:
+        await pending
+
+
+def _chunk(record: dict, stream: SSEStream | None) -> bytes:
+    """One SSE event record as an HTTP chunk; recorded into the log's stream as it goes."""
+    data = sse.encode(records.wire_event(record))
+    if stream is not None:
+        stream.record(data)
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def _server_request(record: dict) -> bool:
+    msg = record.get("msg")
+    return isinstance(msg, dict) and "method" in msg and "id" in msg
+
+
 def _waiter(session: LiveSession | None, request_id) -> tuple:
     return (session.id if session else "", jsonrpc.id_key(request_id))
 
@@ -397,7 +427,9 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
         self.current = Request()
-        self.queue: asyncio.Queue[Request | None] = asyncio.Queue()
+        # requests (and answers still going out) wait here while an earlier answer is still going out
+        self.queue: asyncio.Queue[Request | Coroutine | None] = asyncio.Queue()
+        self.busy = False
         self.closed = False
         self.on_close: list[Callable[[], None]] = []
         self.worker: asyncio.Task | None = None
@@ -432,10 +464,18 @@ class _Connection(asyncio.Protocol):
         self.current.body += body
 
     def on_message_complete(self) -> None:
-        self.current.method = self.parser.get_method().decode()
+        req, self.current = self.current, Request()
+        req.method = self.parser.get_method().decode()
         self.keep_alive = self.parser.should_keep_alive()
-        self.queue.put_nowait(self.current)
-        self.current = Request()
+        if self.busy:  # an earlier answer is still going out: this request waits its turn (HTTP/1.1 order)
+            self.queue.put_nowait(req)
+            return
+        pending = self._handle(req)  # most answers are written right here, with no task switch
+        if pending is not None:
+            self.busy = True
+            self.queue.put_nowait(pending)
+        elif not self.keep_alive:
+            self.transport.close()
 
     def write(self, data: bytes) -> None:
         """Send `data`, after anything `pending` (the events of a stream, held to go out with its end)."""
@@ -454,14 +494,29 @@ class _Connection(asyncio.Protocol):
             self.pending = b""
             self.transport.abort()
 
+    def _handle(self, req: Request) -> Coroutine | None:
+        try:
+            return self.server.handle(req, self)
+        except Exception as e:
+            self._failed(e)
+            return None
+
+    def _failed(self, e: Exception) -> None:
+        """A replay bug must not hang the client: answer 500 and say why."""
+        body = f"mcptape replay failed: {type(e).__name__}: {e}".encode()
+        self.write(_head(500, [("content-type", "text/plain"), ("content-length", str(len(body)))]) + body)
+
     async def _work(self) -> None:
-        # one request at a time per connection, in order (HTTP/1.1 pipelining)
-        while (req := await self.queue.get()) is not None:
-            try:
-                await self.server.handle(req, self)
-            except Exception as e:  # a replay bug must not hang the client: answer 500 and say why
-                body = f"mcptape replay failed: {type(e).__name__}: {e}".encode()
-                self.write(_head(500, [("content-type", "text/plain"), ("content-length", str(len(body)))]) + body)
+        # what could not be answered at once, one at a time per connection, in order (HTTP/1.1 pipelining)
+        while (item := await self.queue.get()) is not None:
+            if isinstance(item, Request):
+                item = self._handle(item)
+            if item is not None:
+                try:
+                    await item
+                except Exception as e:
+                    self._failed(e)
             if not self.keep_alive:
                 self.transport.close()
                 break
+            self.busy = not self.queue.empty()

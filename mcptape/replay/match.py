@@ -38,15 +38,14 @@ def normalize(msg: Any, ignore: list[list[str]]) -> Any:
 
 
 def find(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -> Answer | None:
+    """The first unused candidate that matches, else the last used one. Candidates have the live method."""
     wanted = normalize(live, ignore)
-    method = live.get("method")
     last = None
     for answer in candidates:
-        if answer.method != method:
-            continue
-        if answer.shape is None:  # normalized once per answer: the ignore pointers are fixed for a replay
-            answer.shape = normalize(answer.request, ignore)
-        if answer.shape == wanted:
+        shape = answer.shape
+        if shape is None:  # normalized once per answer: the ignore pointers are fixed for a replay
+            shape = answer.shape = normalize(answer.request, ignore)
+        if shape == wanted:
             if not answer.used:
                 return answer
             last = answer

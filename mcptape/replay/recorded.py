@@ -9,6 +9,7 @@ is the session `check` names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..model import LEGACY_SSE, Model, Observer, Seen
@@ -43,9 +44,19 @@ class Answer:
     def method(self) -> str | None:
         return self.request.get("method") if isinstance(self.request, dict) else None
 
-    @property
+    # Computed once, when first served (the answer is complete by then): the replay's hot path reads them per call.
+    @cached_property
     def sse(self) -> bool:
         return http.media_type(http.get(self.headers, "content-type")) == http.SSE
+
+    @cached_property
+    def served_headers(self) -> list[tuple[str, str]]:
+        """The recorded headers the replay sends again: framing and session headers are the replay's own."""
+        return [(k, v) for k, v in self.headers if k.lower() not in _OWN_HEADERS]
+
+
+_OWN_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date",
+                "server", http.SESSION_ID}
 
 
 @dataclass

@@ -55,6 +55,7 @@ class Replayer:
         self.session_era = not self.legacy and any(
             s.initialize is not None and s.transport != STDIO for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
+        self._pools: dict[tuple[str | None, Any], list[Answer]] = {}  # (recorded session, method) -> candidates
 
     # -- sessions --------------------------------------------------------------------------------------------------
 
@@ -81,7 +82,7 @@ class Replayer:
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
-            recorded = match.find(live, self._candidates(session), self.ignore)
+            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore)
         if recorded is None:
             return self._miss(live, session)
         recorded.used += 1
@@ -113,6 +114,17 @@ class Replayer:
         lines = [self._rewrite_event(m, maps) for m in recorded.lines]
         return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
                        [e for e in events if e is not None], [m for m in lines if m is not None], session)
+
+    def _pool(self, session: LiveSession | None, method: Any) -> list[Answer]:
+        """The answers a request of this method may get, the live session's recorded session first; built once."""
+        label = session.recorded.label if session is not None and session.recorded is not None else None
+        pool = self._pools.get((label, method))
+        if pool is None:
+            try:
+                pool = self._pools[(label, method)] = [a for a in self._candidates(session) if a.method == method]
+            except TypeError:  # an unhashable "method" (a client bug): no cache, no match
+                return []
+        return pool
 
     def _candidates(self, session: LiveSession | None) -> list[Answer]:
         if session is not None and session.recorded is not None:
