@@ -1,0 +1,225 @@
+"""Which edits fire on a client message, and what they make the client get instead (no I/O: the replay and the
+live proxy act on the Plan). Selectors count over the whole run, across sessions, as the client sent its
+messages; the sessions an edit killed stay dead until the client opens a new one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+from ..tape import json_form, records
+from ..wire import jsonrpc
+from .language import Edit, Selector
+
+SESSION_NOT_FOUND = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
+
+
+@dataclass
+class Plan:
+    """What the edits do to one client message. Empty when nothing fires."""
+
+    fired: list[Edit] = field(default_factory=list)
+    dead_session: bool = False  # the request carried a session an edit had killed earlier
+    status: tuple[int, list[tuple[str, str]], bytes] | None = None  # answer with this HTTP status instead
+    error: dict | None = None  # answer with this JSON-RPC error instead
+    reset: bool = False
+    drop: bool = False  # withhold the final response
+    delay: float = 0.0
+    drop_event: int | None = None
+    close_after: int | None = None
+    duplicate: bool = False
+    malformed: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.fired)
+
+    @property
+    def replaces_answer(self) -> bool:
+        """The client gets an answer of ours, and the recorded (or real) answer stays unused."""
+        return self.status is not None or self.error is not None or self.reset
+
+    @property
+    def changes_events(self) -> bool:
+        return bool(self.drop or self.drop_event or self.close_after is not None or self.duplicate or self.malformed)
+
+
+class Editor:
+    """Sees each client message in the order the client sent it and says which edits fire on it. It also keeps
+    the sessions an edit killed: every later request carrying a dead id gets the same answer, until the client
+    opens a new session."""
+
+    def __init__(self, edits: list[Edit]) -> None:
+        self.edits = edits
+        self.posts = 0
+        self.methods: dict[str, int] = {}
+        self.sessions: dict[str, int] = {}  # session id -> its number, in the order the client first used it
+        self.alive: set[str] = set()  # sessions opened and not ended, as far as the traffic shows
+        self.dead: dict[str, tuple[Edit, tuple[int, list, bytes]]] = {}
+        self.first_t: float | None = None
+        self.why_not: dict[str, str] = {}  # edit text -> why it could not be applied where it was selected
+
+    def opened(self, session: str) -> None:
+        """A response named a session (the answer to initialize)."""
+        self.alive.add(session)
+
+    def ended(self, session: str) -> None:
+        """The client ended a session (DELETE answered)."""
+        self.alive.discard(session)
+
+    def plan(self, t: float, msg: Any, http_method: str | None = None, session: str | None = None) -> Plan:
+        """One client message: an HTTP request (`http_method`, the session id it carries) or a stdio line."""
+        if self.first_t is None:
+            self.first_t = t
+        if http_method == "POST":
+            self.posts += 1
+        method = msg.get("method") if isinstance(msg, dict) else None
+        if isinstance(method, str):
+            self.methods[method] = self.methods.get(method, 0) + 1
+        if session is not None:
+            self.alive.add(session)
+            self.sessions.setdefault(session, len(self.sessions) + 1)
+        plan = Plan()
+        if session is not None and session in self.dead:
+            edit, answer = self.dead[session]
+            plan.fired.append(edit)
+            plan.status, plan.dead_session = answer, True
+            return plan
+        for edit in self.edits:
+            if edit.action == "expire-session" and session is None:
+                continue  # nothing to expire yet: it fires on the first selected request that carries a session
+            if (edit.times is None or edit.fired < edit.times) and self._selects(edit.at, t, msg, http_method,
+                                                                                    session):
+                edit.fired += 1
+                plan.fired.append(edit)
+                self._apply(edit, plan, msg, session)
+        return plan
+
+    def _selects(self, at: Selector, t: float, msg: Any, http_method: str | None, session: str | None) -> bool:
+        if at.kind == "post":
+            return http_method == "POST" and self.posts >= at.value
+        if at.kind == "method":
+            method, number = at.value
+            return isinstance(msg, dict) and msg.get("method") == method and self.methods[method] >= number
+        if at.kind == "id":
+            return jsonrpc.kind(msg) == "request" and str(msg.get("id")) == at.value
+        if at.kind == "after":
+            return t - self.first_t >= at.value
+        return session is not None and self.sessions[session] == at.value  # session:N
+
+    def _apply(self, edit: Edit, plan: Plan, msg: Any, session: str | None) -> None:
+        o = edit.options
+        if edit.action in ("expire-session", "restart-server"):
+            status = o.get("status", 404)
+            answer = _answer(status, o.get("body"), [], SESSION_NOT_FOUND if status == 404 else None)
+            victims = {session} if edit.action == "expire-session" else {*self.alive, session}
+            for victim in victims - {None}:
+                self.dead[victim] = (edit, answer)
+                self.alive.discard(victim)
+            if session is not None:
+                plan.status = answer
+        elif edit.action == "status":
+            code = o["code"]
+            headers = list(o.get("headers", []))
+            names = {name.lower() for name, _ in headers}
+            if code == 401 and "www-authenticate" not in names:
+                headers.append(("WWW-Authenticate", 'Bearer error="invalid_token"'))
+            if code in (429, 503) and "retry-after" not in names:
+                headers.append(("Retry-After", "1"))
+            plan.status = _answer(code, o.get("body"), headers, _http_error(code))
+        elif edit.action == "error":
+            plan.error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                          "error": {"code": o.get("code", -32603),
+                                    "message": o.get("message", "mcptape: injected error")}}
+        elif edit.action == "reset":
+            plan.reset = True
+        elif edit.action == "drop":
+            plan.drop = True
+        elif edit.action == "delay":
+            plan.delay += o["seconds"]
+        elif edit.action == "drop-event":
+            plan.drop_event = o["n"]
+        elif edit.action == "close-stream":
+            plan.close_after = o["after"]
+        elif edit.action == "duplicate":
+            plan.duplicate = True
+        elif edit.action == "malformed":
+            plan.malformed = o.get("kind", "not-json")
+
+    def not_applied(self, plan: Plan, actions: tuple[str, ...], why: str) -> None:
+        """Those of the plan's edits that could not be done on this answer do not count as fired."""
+        for edit in plan.fired:
+            if edit.action in actions:
+                edit.fired -= 1
+                self.why_not.setdefault(edit.text, why)
+
+    def unfired(self) -> list[str]:
+        """Warnings for the edits that never fired, for the end of a run."""
+        return [f"edit {e.text!r} never fired" + (f": {self.why_not[e.text]}" if e.text in self.why_not else "")
+                for e in self.edits if e.fired == 0]
+
+
+def _http_error(code: int) -> dict:
+    try:
+        phrase = HTTPStatus(code).phrase
+    except ValueError:
+        phrase = f"HTTP {code}"
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600 if code < 500 else -32603, "message": phrase}}
+
+
+def _answer(status: int, body: str | None, headers: list, default: dict | None) -> tuple[int, list, bytes]:
+    """An HTTP answer of ours: the body as given (JSON when it reads as JSON, else text), or the default."""
+    if body is None:
+        return status, [*headers, ("content-type", "application/json")], _dumps(default) if default else b""
+    try:
+        jsonrpc.loads(body)
+        kind = "application/json"
+    except ValueError:
+        kind = "text/plain; charset=utf-8"
+    return status, [*headers, ("content-type", kind)], body.encode()
+
+
+def _dumps(value: Any) -> bytes:
+    return json_form.dumps(value).encode()
+
+
+def dry_run(editor: Editor, items) -> Any:
+    """Where each edit would fire on a recorded tape: (seq, record, plan) for each client message an edit
+    selects, the tape's messages fed to the editor as the client sent them."""
+    for seq, r in enumerate(items):
+        kind = r.get("kind")
+        if kind == records.HTTP_REQUEST and r.get("mcp"):
+            session = r.get("session")
+            plan = editor.plan(r.get("t", 0.0), r.get("msg"), r.get("method"), session)
+        elif kind == records.STDIO_LINE and r.get("dir") == records.C2S and isinstance(r.get("msg"), dict):
+            plan = editor.plan(r.get("t", 0.0), r["msg"])
+        else:
+            if kind == records.HTTP_RESPONSE and r.get("session") and (r.get("status") or 500) < 400:
+                editor.opened(r["session"])
+            continue
+        if plan:
+            yield seq, r, plan
+
+
+def describe(plan: Plan) -> str:
+    """What a plan does, in a few words."""
+    parts = []
+    if plan.delay:
+        parts.append(f"delay {plan.delay:g} s")
+    if plan.reset:
+        parts.append("reset the connection")
+    elif plan.status is not None:
+        parts.append(f"answer HTTP {plan.status[0]}" + (" (the session is dead)" if plan.dead_session else ""))
+    elif plan.error is not None:
+        parts.append(f"answer JSON-RPC error {plan.error['error']['code']}")
+    if plan.drop:
+        parts.append("withhold the final response")
+    if plan.drop_event:
+        parts.append(f"drop SSE event {plan.drop_event}")
+    if plan.close_after is not None:
+        parts.append(f"close the stream after {plan.close_after} events")
+    if plan.duplicate:
+        parts.append("send the final response twice")
+    if plan.malformed:
+        parts.append(f"send the final response malformed ({plan.malformed})")
+    return ", ".join(parts)

@@ -1,0 +1,203 @@
+"""The edit language: an action, then key=value pairs, split like a shell line; parsed once, checked against
+where the edits will run (stdio, live traffic).
+
+    expire-session status=401 body="Unauthorized: Session not found" at=post:3
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+
+# action -> the keys it takes besides at= and times=
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "expire-session": ("status", "body"),
+    "restart-server": ("status", "body"),
+    "status": ("code", "body", "header"),
+    "drop": (),
+    "drop-event": ("n",),
+    "close-stream": ("after",),
+    "delay": ("seconds",),
+    "reset": (),
+    "error": ("code", "message"),
+    "malformed": ("kind",),
+    "duplicate": (),
+}
+REQUIRED = {"status": ("code",), "drop-event": ("n",), "close-stream": ("after",), "delay": ("seconds",)}
+MALFORMED_KINDS = ("truncate", "not-json", "wrong-id")
+SELECTORS = "post:N, METHOD#N, id:X, after:DURATION, session:N"
+
+STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate")
+# Live traffic: what mitmproxy can do faithfully. A stream cut by the proxy would leave the real server's stream
+# running behind the cut, so a resume would meet a server that never lost the client: refused, not approximated.
+# Event-level edits work on live streams: the edited events are re-encoded as each one completes.
+LIVE_REFUSED_WHY = {
+    "close-stream": "live, the real server's stream would go on behind the cut and a resume would not be what a "
+                    "server that closed the stream serves; record the tape, then replay it with this edit",
+}
+
+class EditError(ValueError):
+    """A wrong edit: the message names the bad part and the valid choices."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    kind: str  # post | method | id | after | session
+    value: Any  # N, (METHOD, N), X, seconds, N
+
+    def __str__(self) -> str:
+        if self.kind == "method":
+            return f"{self.value[0]}#{self.value[1]}"
+        if self.kind == "after":
+            return f"after:{self.value:g}s"
+        return f"{self.kind}:{self.value}"
+
+
+@dataclass
+class Edit:
+    text: str  # as the user wrote it
+    action: str
+    at: Selector
+    times: int | None  # None: all
+    options: dict[str, Any]
+    fired: int = 0
+
+
+def parse(text: str) -> Edit:
+    try:
+        words = shlex.split(text, comments=False)
+    except ValueError as e:
+        raise EditError(f"edit {text!r}: {e} (quote values as in a shell: body=\"Session not found\")") from None
+    if not words:
+        raise EditError("an empty edit: write an action and at=SELECTOR, e.g. 'drop at=tools/call#2'")
+    action, pairs = words[0], words[1:]
+    if action not in ACTIONS:
+        raise EditError(f"edit {text!r}: unknown action {action!r} (choose from {', '.join(ACTIONS)})")
+    allowed = ("at", "times", *ACTIONS[action])
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq:
+            raise EditError(f"edit {text!r}: {pair!r} is not key=value")
+        if key not in allowed:
+            raise EditError(f"edit {text!r}: {action} takes no {key!r} (it takes {', '.join(allowed)})")
+        if key == "header":
+            options.setdefault("headers", []).append(_header(text, value))
+        else:
+            options[key] = _value(text, action, key, value)
+    if "at" not in options:
+        raise EditError(f"edit {text!r}: at=SELECTOR is required ({SELECTORS})")
+    for key in REQUIRED.get(action, ()):
+        if key not in options:
+            raise EditError(f"edit {text!r}: {action} needs {key}=")
+    at, times = options.pop("at"), options.pop("times", 1)
+    return Edit(text, action, at, times, options)
+
+
+def parse_file(path: str) -> list[Edit]:
+    """One edit per line; blank lines and `#` comments are skipped."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise EditError(f"{path}: cannot read the edits file: {e.strerror}") from None
+    edits = []
+    for number, line in enumerate(lines, 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            try:
+                edits.append(parse(line))
+            except EditError as e:
+                raise EditError(f"{path}:{number}: {e}") from None
+    return edits
+
+
+def _value(text: str, action: str, key: str, value: str) -> Any:
+    def bad(expected: str) -> EditError:
+        return EditError(f"edit {text!r}: {key}={value!r}: expected {expected}")
+
+    if key == "at":
+        return _selector(text, value)
+    if key == "times":
+        if value == "all":
+            return None
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+        raise bad("a positive number or 'all'")
+    if key in ("status", "code") and action != "error":
+        if value.isdigit() and 100 <= int(value) <= 599:
+            return int(value)
+        raise bad("an HTTP status from 100 to 599")
+    if key == "code":  # a JSON-RPC error code
+        if re.fullmatch(r"-?\d+", value):
+            return int(value)
+        raise bad("an integer JSON-RPC error code, e.g. -32603")
+    if key in ("n", "after"):
+        if value.isdigit() and (int(value) > 0 or key == "after"):
+            return int(value)
+        raise bad("a positive number" if key == "n" else "a number of events (0 or more)")
+    if key == "seconds":
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if seconds >= 0:
+            return seconds
+        raise bad("a number of seconds, e.g. 2.5")
+    if key == "kind":
+        if value in MALFORMED_KINDS:
+            return value
+        raise bad(" or ".join(MALFORMED_KINDS))
+    return value  # body, message: text as given
+
+
+def _header(text: str, value: str) -> tuple[str, str]:
+    name, colon, rest = value.partition(":")
+    if not colon or not name.strip():
+        raise EditError(f"edit {text!r}: header={value!r}: expected \"NAME: VALUE\"")
+    return name.strip(), rest.strip()
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def _selector(text: str, value: str) -> Selector:
+    def bad(why: str) -> EditError:
+        return EditError(f"edit {text!r}: at={value!r}: {why} (selectors: {SELECTORS})")
+
+    prefix, colon, rest = value.partition(":")
+    if colon and prefix in ("post", "session"):
+        if rest.isdigit() and int(rest) > 0:
+            return Selector(prefix, int(rest))
+        raise bad(f"{prefix}: takes a number from 1")
+    if colon and prefix == "id":
+        if rest:
+            return Selector("id", rest)
+        raise bad("id: needs the JSON-RPC id")
+    if colon and prefix == "after":
+        m = _DURATION.fullmatch(rest)
+        if m:
+            return Selector("after", float(m.group(1)) * _UNIT[m.group(2)])
+        raise bad("after: takes a duration like 500ms, 30s, 10m or 1h")
+    method, hash_, number = value.partition("#")
+    if "/" not in method and method not in ("initialize", "ping"):
+        raise bad("not a selector; a method is an MCP method such as tools/call, initialize or ping")
+    if hash_ and not (number.isdigit() and int(number) > 0):
+        raise bad(f"{method}#N takes a number from 1")
+    return Selector("method", (method, int(number) if hash_ else 1))
+
+
+def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False) -> None:
+    """Refuse what cannot be done where the edits are going: HTTP-only parts on stdio, unfaithful actions live."""
+    for edit in edits:
+        if stdio and edit.action not in STDIO_ACTIONS:
+            raise EditError(f"edit {edit.text!r}: {edit.action} is HTTP-only; on stdio use {', '.join(STDIO_ACTIONS)}")
+        if stdio and edit.at.kind in ("post", "session"):
+            raise EditError(f"edit {edit.text!r}: at={edit.at} is HTTP-only; on stdio select with METHOD#N, id:X "
+                            "or after:DURATION")
+        if live and edit.action in LIVE_REFUSED_WHY:
+            raise EditError(f"edit {edit.text!r}: {edit.action} is not applied to live traffic: "
+                            f"{LIVE_REFUSED_WHY[edit.action]}")
