@@ -455,3 +455,25 @@ def test_live_refuses_what_it_cannot_do_faithfully(tmp_path):
     assert out.returncode == 2 and "edits on a live stdio server are not supported yet" in out.stderr
     assert not (tmp_path / "x.mcptape").exists() and not (tmp_path / "y.mcptape").exists()
 
+
+
+def test_selectors_count_as_the_client_sent(tapes):
+    """On the recorded session: POST 1 initialize, 2 initialized, 3 tools/list, 4 add (id 3), 5 countdown (id 4),
+    6 resources/read."""
+    out = run_mcptape("edits", tapes["sse"], "--edit", "delay seconds=1 at=session:1", "--edit", "drop at=id:4",
+                      "--edit", "error at=post:4 times=2", "--edit", "duplicate at=tools/call times=all",
+                      "--edit", "reset at=after:1h")
+    fired: dict[str, list[str]] = {}
+    where = ""
+    for line in out.stdout.splitlines():
+        if line.startswith("record"):
+            where = line.split(None, 2)[2]
+        elif line.startswith("    ") and not line.strip().startswith("->"):
+            fired.setdefault(line.strip(), []).append(where)
+    [first] = fired["delay seconds=1 at=session:1"]
+    assert first.startswith("POST notifications/initialized  [session ")
+    assert [w.split()[1] for w in fired["error at=post:4 times=2"]] == ["tools/call", "tools/call"]
+    assert [w.split()[1:3] for w in fired["drop at=id:4"]] == [["tools/call", "#4"]]
+    assert len(fired["duplicate at=tools/call times=all"]) == 2
+    assert "reset at=after:1h" not in fired and "edit 'reset at=after:1h' never fired" in out.stderr
+    assert "-> answer JSON-RPC error -32603\n" in out.stdout  # the error replaces the answer: nothing else applies

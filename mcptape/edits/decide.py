@@ -212,6 +212,8 @@ def describe(plan: Plan) -> str:
         parts.append(f"answer HTTP {plan.status[0]}" + (" (the session is dead)" if plan.dead_session else ""))
     elif plan.error is not None:
         parts.append(f"answer JSON-RPC error {plan.error['error']['code']}")
+    if plan.replaces_answer:
+        return ", ".join(parts)  # the answer is ours: nothing of the recorded one goes out to change
     if plan.drop:
         parts.append("withhold the final response")
     if plan.drop_event:
