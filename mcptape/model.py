@@ -259,6 +259,8 @@ class Model:
         if ex is None:
             return
         seen.exchange = ex
+        if r.get("injected"):
+            ex.injected = True  # an edit changed what the client got from here on
         if r["kind"] == records.HTTP_RESPONSE:
             ex.status = r.get("status")
             ex.event_stream = http.media_type(http.get(r.get("headers") or [], "content-type")) == http.SSE

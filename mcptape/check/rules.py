@@ -39,7 +39,12 @@ class Finding:
 
 def about_call(rule: str, severity: str, call: Call, message: str, clause: str, injected: bool | None = None) -> Finding:
     return Finding(rule, severity, call.tape, call.session.label, call.dir, call.id, call.method, message, clause,
-                   call.seq, call.t, call.injected if injected is None else injected)
+                   call.seq, call.t, _rests_on_edit(call) if injected is None else injected)
+
+
+def _rests_on_edit(call: Call) -> bool:
+    """The call was sent, or answered, through an exchange an edit changed."""
+    return call.injected or (call.exchange is not None and call.exchange.injected)
 
 
 def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str, method: str | None = None,
