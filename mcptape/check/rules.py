@@ -325,7 +325,9 @@ def _text(body: Any) -> str:
     return ""
 
 
-_ID_KEY = re.compile(r"(^|_)id$|Id$|ID$")
+def _is_id_key(key: str) -> bool:
+    """id, thread_id, conversationId, sessionID: a key that names an id (str methods: this runs per result)."""
+    return key == "id" or key.endswith(("_id", "Id", "ID"))
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
 _NOT_FOUND = re.compile(r"not found|unknown|no such|expired|does not exist", re.IGNORECASE)
 
@@ -364,7 +366,7 @@ def _issued_ids(result: dict) -> Iterator[str]:
     structured = result.get("structuredContent")
     if isinstance(structured, dict):
         for key, value in structured.items():
-            if isinstance(value, str) and _ID_KEY.search(key):
+            if isinstance(value, str) and _is_id_key(key):
                 yield value
     for item in result.get("content") or ():
         text = item.get("text") if isinstance(item, dict) else None

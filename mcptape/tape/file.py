@@ -56,9 +56,14 @@ def _ext_hook(code: int, data: bytes) -> Any:
     return msgpack.ExtType(code, data)
 
 
+def pack(value: Any) -> bytes:
+    """A value as msgpack, exactly as a tape stores it (big integers and exact decimals included)."""
+    return msgpack.packb(value, default=_default, use_bin_type=True)
+
+
 def encode(record: Record) -> bytes:
     """One framed record. Raises ValueError/TypeError when the record holds something a tape cannot."""
-    payload = msgpack.packb(record, default=_default, use_bin_type=True)
+    payload = pack(record)
     return _FRAME.pack(len(payload), len(payload) ^ 0xFFFFFFFF, zlib.crc32(payload)) + payload
 
 
