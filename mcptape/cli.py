@@ -180,10 +180,7 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     if command:
         if upstream or mode:
             raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
-        if edit or edits_file:
-            raise Failure("edits on a live stdio server are not supported yet: record the tape, then replay it "
-                          "with `mcptape replay TAPE --stdio --edit …`")
-        _record_stdio(list(command), output, write_mode)
+        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True))
         return
     if output is None:
         raise Failure("-o FILE is required: where should the tape go?")
@@ -199,7 +196,7 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
                  [e.text for e in editor.edits] if editor else [])
 
 
-def _record_stdio(argv: list[str], output: str | None, write_mode: str) -> None:
+def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None) -> None:
     """Stand in for a stdio server. Nothing but the server's own bytes may reach stdout."""
     from . import TOOL
     from .capture.stdio import StartError, StdioRecorder
@@ -218,10 +215,11 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str) -> None:
         raise Failure(str(e)) from None
     with writer:
         try:
-            code = StdioRecorder(argv, writer).run()
+            code = StdioRecorder(argv, writer, editor).run()
         except StartError as e:
             click.echo(f"mcptape: {e}", err=True)
             raise SystemExit(e.code) from None
+    _warn_unfired(editor)
     if code < 0:  # die of the same signal, so the client sees exactly what the server did
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)

@@ -6,6 +6,7 @@ import json
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -454,9 +455,45 @@ def test_live_refuses_what_it_cannot_do_faithfully(tmp_path):
     out = run_mcptape("record", "--upstream", "http://127.0.0.1:9/mcp", "-o", str(tmp_path / "x.mcptape"),
                       "--edit", "close-stream after=1 at=tools/call")
     assert out.returncode == 2 and "close-stream is not applied to live traffic" in out.stderr
-    out = run_mcptape("record", "-o", str(tmp_path / "y.mcptape"), "--edit", "drop at=tools/call", "--", "true")
-    assert out.returncode == 2 and "edits on a live stdio server are not supported yet" in out.stderr
+    out = run_mcptape("record", "-o", str(tmp_path / "y.mcptape"), "--edit", "status code=401 at=tools/call",
+                      "--", "true")
+    assert out.returncode == 2 and "status is HTTP-only; on stdio use drop, delay, error" in out.stderr
     assert not (tmp_path / "x.mcptape").exists() and not (tmp_path / "y.mcptape").exists()
+
+
+def test_live_stdio_edits(tmp_path):
+    """The wrapper in front of a real stdio server: the server answers everything; the client gets what the
+    edits say. A delayed answer does not hold up the answers after it."""
+    tape = tmp_path / "live.mcptape"
+    client = LineClient([MCPTAPE, "record", "-o", str(tape), "--edit", "drop at=tools/call#1",
+                         "--edit", "error code=-32001 message=nope at=tools/call#2", "--edit", "duplicate at=id:5",
+                         "--edit", "malformed kind=wrong-id at=id:6", "--edit", "delay seconds=0.5 at=id:7",
+                         "--", sys.executable, "-m", "mcptape.demo.server", "--stdio"])
+    client.send(INIT)
+    assert client.receive()["id"] == 1
+    client.send(INITIALIZED)
+    client.send(call(2, "add", {"a": 2, "b": 3}))
+    assert client.lines(0.5) == []  # the server answered; the client never hears of it
+    client.send(call(3, "add", {"a": 2, "b": 3}))
+    assert client.receive() == {"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "nope"}}
+    client.send(call(5, "add", {"a": 2, "b": 3}))
+    twice = client.lines(5, 2)
+    assert len(twice) == 2 and twice[0] == twice[1] and json.loads(twice[0])["id"] == 5
+    client.send(call(6, "add", {"a": 2, "b": 3}))
+    assert client.receive()["id"] == "mcptape-wrong-id-6"
+    client.send(call(7, "add", {"a": 2, "b": 3}))
+    client.send(call(8, "add", {"a": 1, "b": 1}))
+    assert [m["id"] for m in (client.receive(), client.receive())] == [8, 7]
+    client.proc.stdin.close()
+    assert client.proc.wait(20) == 0
+    records = read(tape).records
+    edits = [r for r in records if r["kind"] == "edit"]
+    assert edits[0]["detail"] == "withheld the final response" and edits[0]["withheld"][0]["id"] == 2
+    injected = [r["msg"]["id"] for r in records if r["kind"] == "stdio.line" and r.get("injected")]
+    assert injected == [3, 5, 5, "mcptape-wrong-id-6", 7]
+    answered = [r["msg"].get("id") for r in records if r["kind"] == "stdio.line" and r["dir"] == "s2c"
+                and isinstance(r.get("msg"), dict)]
+    assert 2 not in answered and answered[-2:] == [8, 7]  # the tape says what the client got, in its order
 
 
 

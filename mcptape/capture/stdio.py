@@ -20,19 +20,27 @@ import time
 from collections.abc import Callable
 
 from .. import TOOL
-from ..tape import records
+from ..tape import json_form, records
 from ..tape.file import Writer
+from ..wire import jsonrpc
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _CHUNK = 65536
 
 
 class StdioRecorder:
-    def __init__(self, argv: list[str], writer: Writer) -> None:
+    def __init__(self, argv: list[str], writer: Writer, editor=None) -> None:
         self.argv = argv
         self.writer = writer
         self._lock = threading.Lock()
         self.failure: str | None = None  # set when the tape could not be written: relaying goes on regardless
+        # Live edits (edits.Editor): the plans for requests in flight, by id; the server's answers are then relayed
+        # line by line (a line an edit may drop or change cannot go out half), under a lock (delayed lines are
+        # written by timers).
+        self.editor = editor
+        self._plans: dict = {}
+        self._out_lock = threading.Lock()
+        self._timers: list[threading.Timer] = []
 
     def record(self, make: Callable[[float], records.Record]) -> None:
         # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
@@ -59,9 +67,10 @@ class StdioRecorder:
             raise StartError(message, code) from None
 
         previous = {sig: signal.signal(sig, lambda s, _f: _forward(proc, s)) for sig in FORWARDED}
+        answers = self._pump if self.editor is None else self._pump_edited
         pumps = [
             _start(self._pump, sys.stdin.buffer.fileno(), proc.stdin.fileno(), records.C2S, proc.stdin.close),
-            _start(self._pump, proc.stdout.fileno(), sys.stdout.buffer.fileno(), records.S2C, None),
+            _start(answers, proc.stdout.fileno(), sys.stdout.buffer.fileno(), records.S2C, None),
             _start(self._pump_stderr, proc.stderr.fileno()),
         ]
         try:
@@ -71,6 +80,8 @@ class StdioRecorder:
                 signal.signal(sig, handler)
         for pump in pumps[1:]:
             pump.join(timeout=5)  # a grandchild may hold the pipes open; do not wait for it forever
+        for timer in self._timers:
+            timer.join()  # a delayed answer still goes out
         name = signal.Signals(-returncode).name if returncode < 0 else None
         self.record(lambda t: records.stdio_exit(t, returncode if returncode >= 0 else None, name))
         self.record(lambda t: records.capture_stop(t, "server exited"))
@@ -88,6 +99,8 @@ class StdioRecorder:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     self.record(lambda t, line=line: records.stdio_line(t, direction, line))
+                    if self.editor is not None and direction == records.C2S:
+                        self._plan(line)
             if dst_alive:
                 dst_alive = _write_all(dst, chunk)
         if pending:
@@ -97,6 +110,61 @@ class StdioRecorder:
                 at_eof()  # the client closed our stdin: close the server's, so it sees the end too
             except OSError:
                 pass
+
+    # -- live edits ----------------------------------------------------------------------------------------------
+
+    def _plan(self, line: bytes) -> None:
+        msg = jsonrpc.parse(line).msg
+        if not isinstance(msg, dict):
+            return
+        plan = self.editor.plan(time.time(), msg)
+        if plan and jsonrpc.kind(msg) == "request":
+            self._plans[jsonrpc.id_key(msg.get("id"))] = plan
+
+    def _pump_edited(self, src: int, dst: int, direction: str, at_eof: None) -> None:
+        """The server's stdout, line by line: a final response an edit selected goes out changed (or not at all,
+        or later); everything else as it came."""
+        from ..edits import StreamEditor
+
+        pending = b""
+        while chunk := _read(src):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                msg = jsonrpc.parse(line).msg
+                key = jsonrpc.id_key(msg.get("id")) if jsonrpc.kind(msg) in ("response", "error") else None
+                plan = self._plans.pop(key, None) if key is not None else None
+                if plan is None:
+                    self._send(dst, line, records.stdio_line)
+                    continue
+                texts = [e.text for e in plan.fired]
+                if plan.error is not None:
+                    self.record(lambda t: records.edit(t, texts, "answered with a JSON-RPC error instead", None, [msg]))
+                    out = [json_form.dumps({**plan.error, "id": msg.get("id")}).encode()]
+                else:
+                    editor = StreamEditor(plan, msg.get("id"))
+                    sent = editor.feed({"msg": msg})
+                    notes = "; ".join(editor.notes) or "nothing to change on this answer"
+                    self.record(lambda t: records.edit(t, texts, notes, None, editor.withheld or None))
+                    out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode() for e in sent]
+                if plan.delay:
+                    self.record(lambda t: records.edit(t, texts, f"delayed the response by {plan.delay:g} s"))
+                    timer = threading.Timer(plan.delay, self._send_all, (dst, out))
+                    timer.daemon = True
+                    timer.start()
+                    self._timers.append(timer)
+                else:
+                    self._send_all(dst, out)
+        if pending:
+            self._send(dst, pending, lambda t, direction, data: records.stdio_line(t, direction, data, partial=True), b"")
+
+    def _send_all(self, dst: int, lines: list[bytes]) -> None:
+        for line in lines:
+            self._send(dst, line, _injected_line)
+
+    def _send(self, dst: int, line: bytes, make: Callable, end: bytes = b"\n") -> None:
+        with self._out_lock:
+            self.record(lambda t: make(t, records.S2C, line))
+            _write_all(dst, line + end)
 
     def _pump_stderr(self, src: int) -> None:
         pending = b""
@@ -115,6 +183,10 @@ class StartError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _injected_line(t: float, direction: str, line: bytes) -> records.Record:
+    return {**records.stdio_line(t, direction, line), "injected": True}
 
 
 def _start(target: Callable, *args: object) -> threading.Thread:
