@@ -140,6 +140,9 @@ def test_an_sdk_client_after_an_injected_expiry_keeps_the_dead_session(tapes, tm
     assert all(r["status"] == 404 for r in injected if r["kind"] == "http.response")
     # both calls, and the client's closing DELETE, went out with the dead id
     assert [r["method"] for r in refused] == ["POST", "POST", "DELETE"]
+    [get] = [r["exchange"] for r in requests.values() if r["method"] == "GET"]
+    ended = [r for r in read(log).records if r["kind"] == "end" and r["exchange"] == get]
+    assert ended and ended[0]["t"] <= refused[1]["t"]  # its GET stream ended with the session, as on a server
     by_rule = {f["rule"]: f for f in findings(log)}
     assert by_rule["dead-session-reuse"]["injected"] and by_rule["no-reinitialize"]["injected"]
     assert by_rule["dead-session-reuse"]["severity"] == "error"

@@ -21,6 +21,7 @@ class Plan:
 
     fired: list[Edit] = field(default_factory=list)
     dead_session: bool = False  # the request carried a session an edit had killed earlier
+    killed: list[str] = field(default_factory=list)  # sessions this plan kills (their streams end too)
     status: tuple[int, list[tuple[str, str]], bytes] | None = None  # answer with this HTTP status instead
     error: dict | None = None  # answer with this JSON-RPC error instead
     reset: bool = False
@@ -116,6 +117,7 @@ class Editor:
             for victim in victims - {None}:
                 self.dead[victim] = (edit, answer)
                 self.alive.discard(victim)
+                plan.killed.append(victim)
             if session is not None:
                 plan.status = answer
         elif edit.action == "status":

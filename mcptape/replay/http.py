@@ -94,6 +94,8 @@ class HttpReplay:
         return self._dispatch(req, conn, key, plan)
 
     def _dispatch(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> Coroutine | None:
+        for killed in plan.killed if plan else ():
+            self._end_streams(killed)  # as a server ends the streams of a session it expired
         if plan and plan.replaces_answer:
             return self._injected(conn, key, plan)
         if self.replayer.legacy:
@@ -106,8 +108,7 @@ class HttpReplay:
                 session.ended = True
                 if self.editor is not None:
                     self.editor.ended(session.id)
-                for event in self._streams.pop(session.id, []):
-                    event.set()
+                self._end_streams(session.id)
             return self._send(conn, key, 200, [], b"")
         if req.method == "GET":
             return self._get_stream(conn, key, session, http.get(req.headers, http.LAST_EVENT_ID))
@@ -130,6 +131,10 @@ class HttpReplay:
         if session is not None and session.id in self._standalone:
             self._release_standalone(session)
         return self._serve(conn, key, outcome, plan, msg.get("id"))
+
+    def _end_streams(self, session_id: str) -> None:
+        for event in self._streams.pop(session_id, []):
+            event.set()
 
     def _release_standalone(self, session: LiveSession) -> None:
         """Send what the recorded server put on the GET stream once the request it followed has come."""
