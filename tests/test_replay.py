@@ -300,3 +300,29 @@ def test_standalone_stream_messages_come_at_their_recorded_point(demo_server, re
             time.sleep(0.02)
         assert b"notifications/tools/list_changed" in b"".join(got)
         stream.close()
+
+
+def test_a_legacy_answer_that_overtook_its_202_is_still_replayed(tmp_path):
+    """On 2024-11-05 a server may put a POST's answer on the channel before the POST's own 202 is back: the tape
+    then holds the answer first. The replay must still file it under that POST (it once lost it and hung)."""
+    from mcptape.replay.recorded import load
+    from mcptape.tape import records as r
+    from mcptape.tape.file import Writer
+    from mcptape.wire.sse import Event
+
+    tape, sid = tmp_path / "legacy.mcptape", "5b2a99cce584463c83dfad0073d32e7d"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05"}}
+    result = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2024-11-05", "capabilities": {}}}
+    with Writer(tape, r.header(0.0, "test")) as w:
+        w.write(r.capture_start(0.0, "test", {"proxy": "test"}, {}))
+        w.write(r.http_request(0.1, 0, 0, "GET", "/sse", [], [], None, None, True, {}))
+        w.write(r.http_response(0.2, 0, 200, "OK", [("content-type", "text/event-stream")], None, {}))
+        w.write({**r.sse_event(0.3, 0, Event(event="endpoint", data=f"/messages/?session_id={sid}")),
+                 "session": sid})
+        w.write(r.http_request(0.4, 1, 1, "POST", "/messages/", [("session_id", sid)],
+                               [("content-type", "application/json")], sid, None, True, {"msg": init}))
+        w.write(r.sse_event(0.5, 0, Event(event="message", data=json.dumps(result))))  # before its 202
+        w.write(r.http_response(0.6, 1, 202, "Accepted", [], None, {"raw": b"Accepted"}))
+        w.write(r.end(0.6, 1, r.COMPLETE))
+    [post] = [a for a in load(str(tape)).answers if a.method == "initialize"]
+    assert [e["msg"] for e in post.channel] == [result]

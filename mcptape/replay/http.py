@@ -209,7 +209,7 @@ class HttpReplay:
         if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
             return self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
         outcome = self.replayer.answer(msg, session)
-        if plan and (plan.changes_events):
+        if plan and plan.changes_events:
             self.editor.not_applied(plan, ("drop", "drop-event", "close-stream", "duplicate", "malformed"),
                                     "legacy HTTP+SSE answers go out on the session's channel; there only status, "
                                     "error, delay, reset and the session edits apply")

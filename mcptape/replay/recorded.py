@@ -103,10 +103,16 @@ class _Collect(Observer):
             self.by_exchange[r["exchange"]] = answer
             self.answers.append(answer)
             self.paths.add(r.get("path", "/"))
+            if seen.session is not None and seen.session.transport == LEGACY_SSE:
+                # its answer may come back on the channel before its own 202 does: file it under the session now
+                self._bind(answer, seen)
         elif kind == records.HTTP_RESPONSE and (answer := self.by_exchange.get(r.get("exchange"))):
             answer.status, answer.headers = r.get("status"), r.get("headers") or []
             answer.body, answer.raw = r.get("msg"), r.get("raw")
-            self._bind(answer, seen)
+            if answer.session is None:
+                self._bind(answer, seen)
+            else:
+                self._dead_status(answer, seen)
         elif kind == records.SSE_EVENT and (answer := self.by_exchange.get(r.get("exchange"))):
             if answer.session is None and seen.session is not None:
                 self._bind(answer, seen)  # a legacy GET learns its session from its endpoint event
@@ -143,6 +149,10 @@ class _Collect(Observer):
         session.answers.append(answer)
         if answer.method == "initialize" and session.initialize is None:
             session.initialize = answer
+        self._dead_status(answer, seen)
+
+    def _dead_status(self, answer: Answer, seen: Seen) -> None:
+        session = self.sessions[answer.session]
         if answer.status in (404, 400, 401, 410) and seen.exchange and seen.exchange.sent_session:
             session.dead_status = session.dead_status or answer.status
 
