@@ -23,7 +23,7 @@ from mitmproxy.proxy import mode_specs
 
 from .. import TOOL, edits
 from ..redact import Redactor
-from ..tape import records
+from ..tape import json_form, records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
 from .http import HttpCapture, Relocation, Scope, SSEStream
@@ -174,9 +174,11 @@ class Recorder:
         elif plan.status is not None:
             status, headers, body = plan.status
             flow.response = mhttp.Response.make(status, body, _mitm_headers(headers))
-            self._edited(flow, f"answered HTTP {status} instead" + (": the session is dead" if plan.dead_session else ""))
+            dead = ": the session is dead" if plan.dead_session else ""
+            self._edited(flow, f"answered HTTP {status} instead{dead}")
         elif plan.error is not None:
-            flow.response = mhttp.Response.make(200, jsonrpc_bytes(plan.error), _mitm_headers([("content-type", http.JSON)]))
+            headers = _mitm_headers([("content-type", http.JSON)])
+            flow.response = mhttp.Response.make(200, _json_bytes(plan.error), headers)
             self._edited(flow, "answered with a JSON-RPC error instead")
         elif plan.delay or plan.changes_events:
             self._edited(flow, edits.describe(plan))
@@ -225,7 +227,7 @@ class Recorder:
             body, _ = _content(flow.response)
             self._edited(flow, "withheld the response; the request stays open", [jsonrpc.parse(body).msg])
         while not self.stopping and flow.client_conn.timestamp_end is None:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # mitmproxy has no event for a client leaving while a hook is pending
         if self.capture is not None:
             reason = records.PROXY_STOPPED if self.stopping else records.CLIENT_DISCONNECTED
             self.capture.failed(flow.id, time.time(), reason, "the response was withheld by an edit")
@@ -283,9 +285,7 @@ def _mitm_headers(headers: list[tuple[str, str]]) -> mhttp.Headers:
     return mhttp.Headers([(k.encode(), v.encode()) for k, v in headers])
 
 
-def jsonrpc_bytes(value) -> bytes:
-    from ..tape import json_form
-
+def _json_bytes(value) -> bytes:
     return json_form.dumps(value).encode()
 
 

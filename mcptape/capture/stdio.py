@@ -11,6 +11,7 @@ must start fast (it imports neither mitmproxy nor asyncio machinery).
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import signal
 import subprocess
@@ -155,7 +156,7 @@ class StdioRecorder:
                 else:
                     self._send_all(dst, out)
         if pending:
-            self._send(dst, pending, lambda t, direction, data: records.stdio_line(t, direction, data, partial=True), b"")
+            self._send(dst, pending, functools.partial(records.stdio_line, partial=True), b"")
 
     def _send_all(self, dst: int, lines: list[bytes]) -> None:
         for line in lines:
