@@ -12,7 +12,9 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -380,6 +382,21 @@ class Model:
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a long tape is fed. The model's objects hold no reference
+    cycles (reference counting frees every record, exchange and call), but the bounded caches of settled calls keep
+    ~10^5 objects alive that each collection would rescan for garbage that is not there: about a sixth of check's
+    time on a large tape."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Recent:

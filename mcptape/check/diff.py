@@ -8,13 +8,12 @@ for equality first; deepdiff (imported only then) explains the pairs that differ
 
 from __future__ import annotations
 
-import gc
 import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Call, Model, Observer
+from ..model import Call, Model, Observer, collector_paused
 from ..wire import pointer
 from ..tape.file import Reader, decode_payload, pack
 from .rules import Finding, all_rules
@@ -70,13 +69,10 @@ def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
     model = Model([collect, *all_rules()])
     reader = Reader(path)
     # Every call is kept for the alignment, so the heap only grows: the cyclic collector would rescan it again
-    # and again for garbage that is not there (the model's objects hold no cycles). Paused while reading.
-    gc.disable()
-    try:
+    # and again for garbage that is not there. Paused while reading.
+    with collector_paused():
         findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
         findings += [f for f in model.finish() if isinstance(f, Finding)]
-    finally:
-        gc.enable()
     # sessions are numbered in the order their first call settled; renumber by first request
     first: dict[int, int] = {}
     for call in sorted(collect.calls, key=lambda c: c.seq):
