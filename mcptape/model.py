@@ -257,16 +257,17 @@ class Model:
         r = seen.record
         headers = r.get("headers") or []
         version = r.get("protocol_version")
+        sent = r.get("session")
         session: Session | None = None
-        if r.get("path") in self._legacy_paths and r.get("session"):
-            session = self.session(r["session"], LEGACY_SSE)
-        elif r.get("session"):
-            session = self.session(r["session"], STREAMABLE)
+        if sent and r.get("path") in self._legacy_paths:
+            session = self.session(sent, LEGACY_SSE)
+        elif sent:
+            session = self.session(sent, STREAMABLE)
         elif version and version not in HANDSHAKE_VERSIONS:
             session = self.session(f"stateless:{self.tape}:conn{r.get('conn')}", STATELESS)
             session.version = version
-        ex = Exchange(self.tape, r.get("exchange"), seen.seq, r.get("t", 0.0), r.get("method", ""), r.get("path", ""),
-                      r.get("conn"), session, r.get("session"), version, headers, r.get("msg"),
+        ex = Exchange(self.tape, r.get("exchange"), seen.seq, seen.t, r.get("method", ""), r.get("path", ""),
+                      r.get("conn"), session, sent, version, headers, r.get("msg"),
                       last_event_id=http.get(headers, http.LAST_EVENT_ID), injected=bool(r.get("injected")))
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
@@ -357,7 +358,9 @@ class Model:
         call = Call(self.tape, session, direction, msg.get("id"), str(msg.get("method")), msg, seen.seq,
                     seen.t, ex, injected=bool(seen.record.get("injected")))
         key = (id(session), direction, jsonrpc.id_key(call.id))
-        if (version := _modern_version(msg)) is not None:
+        meta = _meta(msg)
+        if (version := meta.get("io.modelcontextprotocol/protocolVersion")) is not None:
+            # the 2026-07-28 era puts the protocol version on every request
             session.version = version
         earlier = self._calls.get(key)
         if earlier is None and not (session.version or "").startswith("2026"):
@@ -366,7 +369,7 @@ class Model:
         if earlier is not None:
             seen.note("duplicate-request", earlier)
         self._calls[key] = call
-        token = call.progress_token = _progress_token(msg)
+        token = call.progress_token = meta.get("progressToken")
         if token is not None:
             self._progress_tokens[(id(session), jsonrpc.id_key(token))] = call
         if call.method == "initialize":
@@ -400,11 +403,12 @@ class Model:
     def _notification(self, seen: Seen, session: Session, direction: str, msg: dict, settled: list[Call]) -> None:
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         t = seen.t
-        if msg.get("method") == "notifications/cancelled":
+        method = msg.get("method")
+        if method == "notifications/cancelled":
             call = self._calls.get((id(session), direction, jsonrpc.id_key(params.get("requestId"))))
             if call is not None and call.cancel is None:
                 call.cancel = (seen.seq, t, params.get("reason"))
-        elif msg.get("method") == "notifications/progress":
+        elif method == "notifications/progress":
             token = jsonrpc.id_key(params.get("progressToken"))
             call = self._progress_tokens.get((id(session), token))
             if call is not None:
@@ -450,14 +454,11 @@ class _Recent:
         return self.old.get(key) if found is None else found
 
 
-def _modern_version(msg: dict) -> str | None:
-    """The 2026-07-28 era puts the protocol version on every request, in _meta."""
-    params = msg.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+_NO_META: dict = {}
 
 
-def _progress_token(msg: dict) -> Any:
+def _meta(msg: dict) -> dict:
+    """A request's params._meta (progress token, the 2026 protocol version), or an empty map; not to be changed."""
     params = msg.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("progressToken") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else _NO_META

@@ -118,10 +118,11 @@ _NOISE = {"progressToken", "requestId", "io.modelcontextprotocol/related-task"}
 
 def _drop_noise(value: Any) -> Any:
     """A copy without what differs from run to run anyway (progress tokens, request ids in cancellations)."""
+    # runs on every call of both tapes: recurse into containers only, not into each string and number
     if isinstance(value, dict):
-        return {k: _drop_noise(v) for k, v in value.items() if k not in _NOISE}
+        return {k: _drop_noise(v) if isinstance(v, (dict, list)) else v for k, v in value.items() if k not in _NOISE}
     if isinstance(value, list):
-        return [_drop_noise(v) for v in value]
+        return [_drop_noise(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 

@@ -253,7 +253,8 @@ class Sessions(Observer):
         request = ex.msg if isinstance(ex.msg, dict) else {}
         method, request_id = request.get("method"), request.get("id")
         body = r.get("msg")
-        text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace")
+        # what the server said, for the error statuses that are told apart by it
+        text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace") if status >= 400 else ""
         if ex.sent_session and session is not None and session.transport == STREAMABLE:
             if session.dead is None and r.get("injected"):
                 self.injected_death.add(id(session))
