@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Model
+from ..model import Model, collector_paused
 from ..tape.file import Reader
 from . import spec
 from .rules import SEVERITIES, Finding, all_rules
@@ -15,13 +15,14 @@ def check(paths: list[str]) -> Iterator[Finding]:
     """Findings in tape order. Raises TapeError for a tape that cannot be read at all."""
     readers = [Reader(path) for path in paths]  # open them all first: an unreadable one fails before any output
     model = Model(all_rules())
-    for reader in readers:
-        yield from model.feed_tape(reader.path, reader)
-        if reader.truncated:
-            yield Finding("capture-incomplete", "info", reader.path, None, None, None, None,
-                          f"the tape is truncated ({reader.truncated}); checked the {reader.count} records before it",
-                          spec.CAPTURE, reader.count, None)
-    yield from model.finish()
+    with collector_paused():
+        for reader in readers:
+            yield from model.feed_tape(reader.path, reader)
+            if reader.truncated:
+                yield Finding("capture-incomplete", "info", reader.path, None, None, None, None,
+                              f"the tape is truncated ({reader.truncated}); checked the {reader.count} records "
+                              f"before it", spec.CAPTURE, reader.count, None)
+        yield from model.finish()
 
 
 def at_or_above(severity: str, threshold: str) -> bool:

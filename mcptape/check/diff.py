@@ -8,13 +8,12 @@ for equality first; deepdiff (imported only then) explains the pairs that differ
 
 from __future__ import annotations
 
-import gc
 import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Call, Model, Observer
+from ..model import Call, Model, Observer, collector_paused
 from ..wire import pointer
 from ..tape.file import Reader, decode_payload, pack
 from .rules import Finding, all_rules
@@ -70,13 +69,10 @@ def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
     model = Model([collect, *all_rules()])
     reader = Reader(path)
     # Every call is kept for the alignment, so the heap only grows: the cyclic collector would rescan it again
-    # and again for garbage that is not there (the model's objects hold no cycles). Paused while reading.
-    gc.disable()
-    try:
+    # and again for garbage that is not there. Paused while reading.
+    with collector_paused():
         findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
         findings += [f for f in model.finish() if isinstance(f, Finding)]
-    finally:
-        gc.enable()
     # sessions are numbered in the order their first call settled; renumber by first request
     first: dict[int, int] = {}
     for call in sorted(collect.calls, key=lambda c: c.seq):
@@ -122,10 +118,11 @@ _NOISE = {"progressToken", "requestId", "io.modelcontextprotocol/related-task"}
 
 def _drop_noise(value: Any) -> Any:
     """A copy without what differs from run to run anyway (progress tokens, request ids in cancellations)."""
+    # runs on every call of both tapes: recurse into containers only, not into each string and number
     if isinstance(value, dict):
-        return {k: _drop_noise(v) for k, v in value.items() if k not in _NOISE}
+        return {k: _drop_noise(v) if isinstance(v, (dict, list)) else v for k, v in value.items() if k not in _NOISE}
     if isinstance(value, list):
-        return [_drop_noise(v) for v in value]
+        return [_drop_noise(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 

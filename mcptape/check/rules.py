@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session
+from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session, SettledCall
 from ..tape import records
 from ..wire import http, jsonrpc
 from . import spec
@@ -37,12 +37,13 @@ class Finding:
         return asdict(self)
 
 
-def about_call(rule: str, severity: str, call: Call, message: str, clause: str, injected: bool | None = None) -> Finding:
+def about_call(rule: str, severity: str, call: Call | SettledCall, message: str, clause: str,
+               injected: bool | None = None) -> Finding:
     return Finding(rule, severity, call.tape, call.session.label, call.dir, call.id, call.method, message, clause,
                    call.seq, call.t, _rests_on_edit(call) if injected is None else injected)
 
 
-def _rests_on_edit(call: Call) -> bool:
+def _rests_on_edit(call: Call | SettledCall) -> bool:
     """The call was sent, or answered, through an exchange an edit changed."""
     return call.injected or (call.exchange is not None and call.exchange.injected)
 
@@ -252,7 +253,8 @@ class Sessions(Observer):
         request = ex.msg if isinstance(ex.msg, dict) else {}
         method, request_id = request.get("method"), request.get("id")
         body = r.get("msg")
-        text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace")
+        # what the server said, for the error statuses that are told apart by it
+        text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace") if status >= 400 else ""
         if ex.sent_session and session is not None and session.transport == STREAMABLE:
             if session.dead is None and r.get("injected"):
                 self.injected_death.add(id(session))

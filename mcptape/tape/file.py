@@ -104,46 +104,46 @@ class Reader:
         self._frames = self._read_frames()
         first = next(self._frames, None)
         if first is None:
-            self._file.close()
             raise TapeError(f"{self.path}: tape has no header record{' (' + self.truncated + ')' if self.truncated else ''}")
         self.header: Record = first
+        self.count = 0  # records after the header
 
     def _read_frames(self) -> Iterator[Record]:
-        # The hot loop of every command that reads a tape: locals only, one branch per kind of damage.
+        # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
+        # is its first record (taken by __init__); iterating the reader goes on from there.
         read, unpack, crc32, size = self._file.read, _FRAME.unpack, zlib.crc32, _FRAME.size
         offset = self.end_offset
-        while head := read(size):
-            if len(head) < size:
-                self.truncated = f"torn frame header at byte {offset}"
-                return
-            length, check, crc = unpack(head)
-            if length ^ 0xFFFFFFFF != check or length > _MAX_RECORD:
-                raise TapeError(f"{self.path}: corrupt record frame at byte {offset} (length field damaged); "
-                                f"{self.count} records before it are intact")
-            payload = read(length)
-            if len(payload) < length:
-                self.truncated = f"torn record at byte {offset} ({len(payload)} of {length} bytes)"
-                return
-            if crc32(payload) != crc:
-                raise TapeError(f"{self.path}: corrupt record at byte {offset} (checksum mismatch); "
-                                f"{self.count} records before it are intact")
-            try:
-                record = decode_payload(payload)
-            except Exception as e:  # a valid CRC over undecodable bytes: written by something else
-                raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({e})") from None
-            if type(record) is not dict:
-                raise TapeError(f"{self.path}: record at byte {offset} is not a map")
-            offset += size + length
-            self.end_offset = offset
-            yield record
-
-    def __iter__(self) -> Iterator[Record]:
         try:
-            for record in self._frames:
+            while head := read(size):
+                if len(head) < size:
+                    self.truncated = f"torn frame header at byte {offset}"
+                    return
+                length, check, crc = unpack(head)
+                if length ^ 0xFFFFFFFF != check or length > _MAX_RECORD:
+                    raise TapeError(f"{self.path}: corrupt record frame at byte {offset} (length field damaged); "
+                                    f"{self.count} records before it are intact")
+                payload = read(length)
+                if len(payload) < length:
+                    self.truncated = f"torn record at byte {offset} ({len(payload)} of {length} bytes)"
+                    return
+                if crc32(payload) != crc:
+                    raise TapeError(f"{self.path}: corrupt record at byte {offset} (checksum mismatch); "
+                                    f"{self.count} records before it are intact")
+                try:
+                    record = decode_payload(payload)
+                except Exception as e:  # a valid CRC over undecodable bytes: written by something else
+                    raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({e})") from None
+                if type(record) is not dict:
+                    raise TapeError(f"{self.path}: record at byte {offset} is not a map")
+                offset += size + length
+                self.end_offset = offset
                 self.count += 1
                 yield record
         finally:
             self._file.close()
+
+    def __iter__(self) -> Iterator[Record]:
+        return self._frames
 
 
 def read(path: str | os.PathLike[str]) -> Tape:
