@@ -174,6 +174,9 @@ def test_restart_server_kills_every_session(tapes):
         assert post(url, call(3, "add", {"a": 2, "b": 3}), first)[0] == 401  # also gone
         third = open_session(url)
         assert post(url, call(4, "add", {"a": 2, "b": 3}), third)[0] == 200
+    with replaying(tapes["sse"], edits=("expire-session status=410 at=tools/call",)) as url:
+        status, _, messages = post(url, call(2, "add", {"a": 2, "b": 3}), open_session(url))
+        assert status == 410 and messages[0]["error"]["message"] == "Session not found"  # says why, any status
 
 
 # -- answers ----------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ messages; the sessions an edit killed stay dead until the client opens a new one
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -112,7 +113,8 @@ class Editor:
         o = edit.options
         if edit.action in ("expire-session", "restart-server"):
             status = o.get("status", 404)
-            answer = _answer(status, o.get("body"), [], SESSION_NOT_FOUND if status == 404 else None)
+            # the SDK's body, whatever the status: a client (and `check`) can tell a dead session by it
+            answer = _answer(status, o.get("body"), [], SESSION_NOT_FOUND)
             victims = {session} if edit.action == "expire-session" else {*self.alive, session}
             for victim in victims - {None}:
                 self.dead[victim] = (edit, answer)
@@ -169,10 +171,10 @@ def _http_error(code: int) -> dict:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600 if code < 500 else -32603, "message": phrase}}
 
 
-def _answer(status: int, body: str | None, headers: list, default: dict | None) -> tuple[int, list, bytes]:
+def _answer(status: int, body: str | None, headers: list, default: dict) -> tuple[int, list, bytes]:
     """An HTTP answer of ours: the body as given (JSON when it reads as JSON, else text), or the default."""
     if body is None:
-        return status, [*headers, ("content-type", "application/json")], _dumps(default) if default else b""
+        return status, [*headers, ("content-type", "application/json")], _dumps(default)
     try:
         jsonrpc.loads(body)
         kind = "application/json"
@@ -185,7 +187,7 @@ def _dumps(value: Any) -> bytes:
     return json_form.dumps(value).encode()
 
 
-def dry_run(editor: Editor, items) -> Any:
+def dry_run(editor: Editor, items: Iterable[dict]) -> Iterator[tuple[int, dict, Plan]]:
     """Where each edit would fire on a recorded tape: (seq, record, plan) for each client message an edit
     selects, the tape's messages fed to the editor as the client sent them."""
     for seq, r in enumerate(items):
