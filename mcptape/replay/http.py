@@ -10,6 +10,7 @@ the `--log` tape by the same capture core `mcptape record` uses.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from urllib.parse import parse_qsl
 from collections.abc import Awaitable, Callable, Coroutine
@@ -26,6 +27,7 @@ from .serve import LiveSession, Outcome, Replayer
 Pace = Callable[[float], float]  # recorded gap (s) -> how long to wait
 
 
+@functools.cache
 def _reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -33,6 +35,7 @@ def _reason(status: int) -> str:
         return "Status"
 
 
+@functools.cache
 def _status_line(status: int) -> bytes:
     return f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
 
@@ -114,11 +117,11 @@ class HttpReplay:
             return self._get_stream(conn, key, session, http.get(req.headers, http.LAST_EVENT_ID))
         if req.method != "POST":
             return self._send(conn, key, 405, [("allow", "GET, POST, DELETE")], b"")
-        parsed = jsonrpc.parse(req.body)
-        if parsed.problem and not parsed.is_json:
-            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {parsed.problem}"}}
+        try:
+            msg = jsonrpc.loads(req.body)  # what the message is, not whether it is well-formed: the log says that
+        except (ValueError, RecursionError) as e:
+            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {e}"}}
             return self._send(conn, key, 400, [("content-type", http.JSON)], _json_bytes(error))
-        msg = parsed.msg
         if not isinstance(msg, dict) or jsonrpc.kind(msg) not in ("request", "notification"):
             if isinstance(msg, dict) and (waiter := self._waiting.pop(_waiter(session, msg.get("id")), None)):
                 waiter.set_result(msg)  # the client answered a server-initiated request: the stream goes on
@@ -271,7 +274,7 @@ class HttpReplay:
             if self.pace is not None or any(_server_request(e) for e in events):
                 return _then(self._send_events(conn, key, outcome.status, headers, events, answer.t,
                                                outcome.session), end)
-            self._write_events(conn, key, outcome.status, headers, events)
+            self._write_events(conn, key, outcome.status, headers, events, answer.unchanged_events)
             return end()
         if edited:
             if plan.drop:
@@ -300,11 +303,13 @@ class HttpReplay:
         if self.log is not None:
             self.log.response(key, time.time(), status, _reason(status), headers, body)
 
-    def _write_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict]) -> None:
-        """The head and every event at once (nothing to wait for): one send, held for the stream's end."""
+    def _write_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
+                      encoded: dict[int, bytes]) -> None:
+        """The head and every event at once (nothing to wait for): one send, held for the stream's end. `encoded`:
+        the answer's events that go out unchanged, already encoded, by id()."""
         stream = self._log_stream(key, status, headers)
         conn.pending = _head(status, [*headers, ("transfer-encoding", "chunked")]) + b"".join(
-            _chunk(record, stream) for record in events)
+            _chunk(record, stream, encoded.get(id(record))) for record in events)
 
     async def _send_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
                            start: float, session: LiveSession | None = None) -> None:
@@ -409,9 +414,9 @@ async def _then(first: Awaitable, then: Callable[[], Coroutine | None]) -> None:
         await pending
 
 
-def _chunk(record: dict, stream: SSEStream | None) -> bytes:
+def _chunk(record: dict, stream: SSEStream | None, encoded: bytes | None = None) -> bytes:
     """One SSE event record as an HTTP chunk; recorded into the log's stream as it goes."""
-    data = sse.encode(records.wire_event(record))
+    data = encoded or sse.encode(records.wire_event(record))
     if stream is not None:
         stream.record(data)
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"

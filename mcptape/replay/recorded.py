@@ -15,7 +15,7 @@ from typing import Any
 from ..model import LEGACY_SSE, Model, Observer, Seen
 from ..tape import records
 from ..tape.file import Reader
-from ..wire import http, jsonrpc
+from ..wire import http, jsonrpc, sse
 
 
 @dataclass
@@ -48,6 +48,12 @@ class Answer:
     @cached_property
     def sse(self) -> bool:
         return http.media_type(http.get(self.headers, "content-type")) == http.SSE
+
+    @cached_property
+    def unchanged_events(self) -> dict[int, bytes]:
+        """The events that go out as recorded (no message to rewrite: priming events), encoded once, by id(): the
+        answer holds them, so no other live object has their id."""
+        return {id(e): sse.encode(records.wire_event(e)) for e in self.events if "msg" not in e}
 
     @cached_property
     def served_headers(self) -> list[tuple[str, str]]:
