@@ -2,10 +2,13 @@
 `mcp-cassette serve`, the closest tool on PyPI, when its command is given), plus time from start to first answer.
 
     .venv/bin/python bench/replay_speed.py [--calls 2000] [--rounds 5] [--cassette /path/to/venv/bin/mcp-cassette]
+                                           [--client raw|http.client]
 
 mcp-cassette is not a dependency: install it in a venv of its own (`pip install 'mcp-cassette[http]'`, Python 3.12+)
-and pass its command. The same client (raw HTTP/1.1 keep-alive: initialize, then N identical tools/call) drives
-every server, in interleaved shuffled rounds. CPU per call is the server process's user+system time over the
+and pass its command. The same client (HTTP/1.1 keep-alive: initialize, then N identical tools/call) drives every
+server, in interleaved shuffled rounds: by default a bare-socket client that costs little per call, so the figures
+compare servers, not the client (`--client http.client` for the standard library's, which costs more per call
+than the replay does). CPU per call is the server process's user+system time over the
 calls (from /proc). Goals: >= 5x the SDK server's throughput, <= 150 us of replay CPU per call, <= 150 ms from
 start to first answered request.
 """
@@ -46,6 +49,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Client:
+    """http.client: what a Python test suite would use; its own cost per call is large (about 150 us here)."""
+
     def __init__(self, url: str) -> None:
         m = re.match(r"http://([^:/]+):(\d+)(/\S*)", url)
         self.path = m.group(3)
@@ -68,6 +73,60 @@ class Client:
         for i in range(calls):
             body = self.post({**CALL, "id": i + 2})
             assert b'"result"' in body, body[:300]
+
+
+class RawClient(Client):
+    """HTTP/1.1 over a bare socket (keep-alive, Content-Length or chunked answers): a client whose own cost is
+    small, so the figures say how fast the servers are rather than how fast the client is."""
+
+    def __init__(self, url: str) -> None:
+        m = re.match(r"http://([^:/]+):(\d+)(/\S*)", url)
+        self.host, self.path = f"{m.group(1)}:{m.group(2)}", m.group(3)
+        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.extra = b""
+        self.buf = b""
+
+    def post(self, msg: dict) -> bytes:
+        body = json.dumps(msg).encode()
+        self.sock.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                          b"Accept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n%s"
+                          % (self.path.encode(), self.host.encode(), self.extra, len(body), body))
+        head = self._until(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        fields = {k.strip().lower(): v.strip() for k, _, v in
+                  (line.partition(b":") for line in head.split(b"\r\n")[1:])}
+        if b"content-length" in fields:
+            answer = self._take(int(fields[b"content-length"]))
+        else:  # chunked
+            answer = b""
+            while size := int(self._until(b"\r\n"), 16):
+                answer += self._take(size)
+                self._take(2)
+            self._take(2)
+        if status >= 400:
+            raise RuntimeError(f"{status}: {answer[:200]!r}")
+        if sid := fields.get(b"mcp-session-id"):
+            self.extra = b"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n" % sid
+        return answer
+
+    def _until(self, mark: bytes) -> bytes:
+        while (at := self.buf.find(mark)) < 0:
+            self._more()
+        found, self.buf = self.buf[:at], self.buf[at + len(mark):]
+        return found
+
+    def _take(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            self._more()
+        found, self.buf = self.buf[:n], self.buf[n:]
+        return found
+
+    def _more(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("the server closed the connection")
+        self.buf += chunk
 
 
 def wait_for(url: str, proc: subprocess.Popen, timeout: float = 30) -> float:
@@ -107,8 +166,16 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--cassette", help="the mcp-cassette command (from its own venv)")
+    p.add_argument("--client", choices=["raw", "http.client"], default="raw",
+                   help="raw: a bare-socket HTTP/1.1 client (default); http.client: the standard library's")
     a = p.parse_args()
     procs: list[subprocess.Popen] = []
+    driver = RawClient if a.client == "raw" else Client
+    # An installed mcptape has its bytecode compiled (pip does it); an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would compile every module at every start, which no user pays.
+    import mcptape
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(mcptape.__file__).parent)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             port = free_port()
@@ -136,7 +203,7 @@ def main() -> None:
                 procs.append(cas)
                 targets["mcp-cassette serve"] = (cas, cas_url)
             for proc, url in targets.values():
-                Client(url).session(50)  # warm up
+                driver(url).session(50)  # warm up
             rate: dict[str, list[float]] = {name: [] for name in targets}
             cpu: dict[str, list[float]] = {name: [] for name in targets}
             for _ in range(a.rounds):
@@ -145,7 +212,7 @@ def main() -> None:
                 for name in order:
                     proc, url = targets[name]
                     before, t0 = cpu_seconds(proc.pid), time.perf_counter()
-                    Client(url).session(a.calls)
+                    driver(url).session(a.calls)
                     elapsed, used = time.perf_counter() - t0, cpu_seconds(proc.pid) - before
                     rate[name].append((a.calls + 2) / elapsed)
                     cpu[name].append(used / (a.calls + 2) * 1e6)
@@ -170,7 +237,7 @@ def main() -> None:
                 except subprocess.TimeoutExpired:
                     proc.kill()
     sdk_rate = statistics.median(rate["sdk server"])
-    print(f"{a.rounds} interleaved rounds x {a.calls} tools/call, raw HTTP/1.1 keep-alive client, median")
+    print(f"{a.rounds} interleaved rounds x {a.calls} tools/call, HTTP/1.1 keep-alive, {a.client} client, median")
     for name in targets:
         r, c = statistics.median(rate[name]), statistics.median(cpu[name])
         print(f"  {name:19} {r:8.0f} req/s ({r / sdk_rate:4.1f}x the SDK server)  server CPU {c:6.0f} us/call")
