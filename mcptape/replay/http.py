@@ -22,6 +22,7 @@ from .. import edits
 from ..capture.http import HttpCapture, SSEStream
 from ..tape import json_form, records
 from ..wire import http, jsonrpc, sse
+from .recorded import Answer
 from .serve import LiveSession, Outcome, Replayer
 
 Pace = Callable[[float], float]  # recorded gap (s) -> how long to wait
@@ -274,7 +275,7 @@ class HttpReplay:
             if self.pace is not None or any(_server_request(e) for e in events):
                 return _then(self._send_events(conn, key, outcome.status, headers, events, answer.t,
                                                outcome.session), end)
-            self._write_events(conn, key, outcome.status, headers, events, answer.unchanged_events)
+            self._write_events(conn, key, outcome.status, headers, events, None if edited else answer)
             return end()
         if edited:
             if plan.drop:
@@ -304,12 +305,13 @@ class HttpReplay:
             self.log.response(key, time.time(), status, _reason(status), headers, body)
 
     def _write_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
-                      encoded: dict[int, bytes]) -> None:
-        """The head and every event at once (nothing to wait for): one send, held for the stream's end. `encoded`:
-        the answer's events that go out unchanged, already encoded, by id()."""
+                      answer: Answer | None) -> None:
+        """The head and every event at once (nothing to wait for): one send, held for the stream's end. The
+        events of a recorded `answer` as the replay rewrote them (not edited) come from its encoded events."""
         stream = self._log_stream(key, status, headers)
+        encoded = answer.encoded if answer is not None else {}
         conn.pending = _head(status, [*headers, ("transfer-encoding", "chunked")]) + b"".join(
-            _chunk(record, stream, encoded.get(id(record))) for record in events)
+            _chunk(record, stream, _from_encoded(record, encoded)) for record in events)
 
     async def _send_events(self, conn: _Connection, key: int, status: int, headers: list, events: list[dict],
                            start: float, session: LiveSession | None = None) -> None:
@@ -420,6 +422,14 @@ def _chunk(record: dict, stream: SSEStream | None, encoded: bytes | None = None)
     if stream is not None:
         stream.record(data)
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def _from_encoded(record: dict, encoded: dict) -> bytes | None:
+    msg = record.get("msg")
+    if msg is None:
+        return encoded.get(id(record))
+    found = encoded.get(id(msg.get("result", msg.get("error")))) if isinstance(msg, dict) else None
+    return None if found is None else found[0] + json_form.dumps(msg["id"]).encode() + found[1]
 
 
 def _server_request(record: dict) -> bool:

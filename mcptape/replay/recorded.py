@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from ..model import LEGACY_SSE, Model, Observer, Seen
-from ..tape import records
+from ..tape import json_form, records
 from ..tape.file import Reader
 from ..wire import http, jsonrpc, sse
 
@@ -50,10 +50,24 @@ class Answer:
         return http.media_type(http.get(self.headers, "content-type")) == http.SSE
 
     @cached_property
-    def unchanged_events(self) -> dict[int, bytes]:
-        """The events that go out as recorded (no message to rewrite: priming events), encoded once, by id(): the
-        answer holds them, so no other live object has their id."""
-        return {id(e): sse.encode(records.wire_event(e)) for e in self.events if "msg" not in e}
+    def encoded(self) -> dict[int, bytes | tuple[bytes, bytes]]:
+        """The SSE events as they go out, encoded once. From run to run only a response's id changes (the replay
+        answers with the live id), so a response is kept as the bytes before and after its id, keyed by id() of
+        its result (or error) object, which the rewritten copy shares; an event with no message is kept whole,
+        keyed by its own id(). The answer holds all of them, so no other live object has those ids."""
+        out: dict[int, bytes | tuple[bytes, bytes]] = {}
+        for event in self.events:
+            msg = event.get("msg")
+            if msg is None:
+                out[id(event)] = sse.encode(records.wire_event(event))
+                continue
+            body = msg.get("result", msg.get("error")) if isinstance(msg, dict) and "method" not in msg else None
+            if isinstance(body, dict) and "id" in msg:
+                text = sse.encode(records.wire_event({**event, "msg": {**msg, "id": _HOLE}}))
+                before, hole, after = text.partition(_HOLE_JSON)
+                if hole and _HOLE_JSON not in after:
+                    out[id(body)] = (before, after)
+        return out
 
     @cached_property
     def served_headers(self) -> list[tuple[str, str]]:
@@ -61,6 +75,8 @@ class Answer:
         return [(k, v) for k, v in self.headers if k.lower() not in _OWN_HEADERS]
 
 
+_HOLE = "\x00mcptape:id\x00"  # stands in for a response's id while it is encoded
+_HOLE_JSON = json_form.dumps(_HOLE).encode()
 _OWN_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date",
                 "server", http.SESSION_ID}
 
