@@ -90,6 +90,11 @@ def main() -> None:
     p.add_argument("--diff-calls", type=int, default=50_000)
     a = p.parse_args()
     mcptape = str(Path(sys.executable).parent / "mcptape")
+    # An installed mcptape has its bytecode compiled (pip does it); an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would compile every module at every start, which no user pays.
+    import mcptape as package
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(package.__file__).parent)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big.mcptape", Path(tmp) / "small.mcptape"
         n_big = generate(big, a.records // 5)

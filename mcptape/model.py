@@ -187,33 +187,25 @@ class Model:
     # -- feeding ---------------------------------------------------------------------------------------------------
 
     def feed_tape(self, name: str, items: Iterable[dict]) -> Iterator[Any]:
+        """What the observers make of each record of a tape (usually nothing), in order. The hot loop of check,
+        diff, show and replay: one pass, locals only."""
         self.tape = name
         self._run = 0
         self._exchanges = {}
-        feed = self.feed
+        handlers, observers, settled = self._handlers, self._record_observers, self._settled_now
         for seq, record in enumerate(items):
-            found = feed(seq, record)
-            if found:
-                yield from found
-
-    def feed(self, seq: int, record: dict) -> list[Any] | tuple:
-        """What the observers make of one record (usually nothing)."""
-        seen = Seen(self.tape, seq, record, record.get("t", 0.0))
-        settled = self._settled_now
-        handler = self._handlers.get(record.get("kind"))
-        if handler is not None:
-            handler(seen, settled)
-        out: list[Any] | tuple = ()
-        for observer in self._record_observers:
-            found = observer.record(seen, self)
-            if found:
-                out = [*out, *found]
-        if settled:
-            out = list(out)
-            for call in settled:
-                out += self._settle(call)
-            settled.clear()
-        return out
+            seen = Seen(name, seq, record, record.get("t", 0.0))
+            handler = handlers.get(record.get("kind"))
+            if handler is not None:
+                handler(seen, settled)
+            for observer in observers:
+                found = observer.record(seen, self)
+                if found:
+                    yield from found
+            if settled:
+                for call in settled:
+                    yield from self._settle(call)
+                settled.clear()
 
     def _capture_start(self, seen: Seen, settled: list[Call]) -> None:
         self._run += 1

@@ -16,6 +16,7 @@ types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import struct
 import zlib
@@ -67,8 +68,8 @@ def encode(record: Record) -> bytes:
     return _FRAME.pack(len(payload), len(payload) ^ 0xFFFFFFFF, zlib.crc32(payload)) + payload
 
 
-def decode_payload(payload: bytes) -> Record:
-    return msgpack.unpackb(payload, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+# one record's msgpack back to a map (a partial, not a function: the reader calls it for every record)
+decode_payload = functools.partial(msgpack.unpackb, ext_hook=_ext_hook, raw=False, strict_map_key=False)
 
 
 @dataclass
