@@ -377,6 +377,8 @@ class Model:
             # request its HTTP exchange carried
             call = next((c for c in self._calls.values() if c.exchange is ex), None)
         t = seen.t
+        if call is None and msg.get("id") is None and ex is not None and (ex.status or 0) >= 400:
+            return  # the body of an HTTP error that answered no request (a DELETE or GET refused): not an orphan
         if call is None:
             late = self._settled.get(key)
             if late is not None:

@@ -146,6 +146,7 @@ def test_an_sdk_client_after_an_injected_expiry_keeps_the_dead_session(tapes, tm
     by_rule = {f["rule"]: f for f in findings(log)}
     assert by_rule["dead-session-reuse"]["injected"] and by_rule["no-reinitialize"]["injected"]
     assert by_rule["dead-session-reuse"]["severity"] == "error"
+    assert "orphan-response" not in by_rule  # the 404's null-id body answered no request: it is no orphan
 
 
 def test_a_client_that_reinitializes_gets_a_new_session_and_the_rest_of_the_tape(tapes, tmp_path):
