@@ -9,7 +9,7 @@ import argparse
 import json
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 
 async def script(server: str | StdioServerParameters, mode: str = "legacy") -> list[str]:
@@ -25,14 +25,19 @@ async def script(server: str | StdioServerParameters, mode: str = "legacy") -> l
 
     async with Client(server, mode=mode, logging_callback=on_log, log_level="info") as client:
         lines.append(f"protocol {client.protocol_version}")
-        tools = await client.list_tools()
-        lines.append("tools " + ",".join(sorted(t.name for t in tools.tools)))
-        result = await client.call_tool("add", {"a": 2, "b": 3})
-        lines.append(f"add {json.dumps(result.structured_content)}")
-        result = await client.call_tool("countdown", {"steps": 3}, progress_callback=on_progress)
-        lines.append(f"countdown {result.content[0].text}")
-        resource = await client.read_resource("demo://hello")
-        lines.append(f"resource {resource.contents[0].text}")
+
+        async def step(name: str, request, show) -> None:
+            # a refused call is reported and the script goes on, as an application would
+            try:
+                lines.append(f"{name} {show(await request)}")
+            except MCPError as e:
+                lines.append(f"{name} error: {e.error.message}")
+
+        await step("tools", client.list_tools(), lambda r: ",".join(sorted(t.name for t in r.tools)))
+        await step("add", client.call_tool("add", {"a": 2, "b": 3}), lambda r: json.dumps(r.structured_content))
+        await step("countdown", client.call_tool("countdown", {"steps": 3}, progress_callback=on_progress),
+                   lambda r: r.content[0].text)
+        await step("resource", client.read_resource("demo://hello"), lambda r: r.contents[0].text)
     return lines
 
 
@@ -41,7 +46,13 @@ def main() -> None:
     p.add_argument("url")
     p.add_argument("--mode", default="legacy", choices=["legacy", "auto", "2026-07-28"])
     a = p.parse_args()
-    for line in anyio.run(script, a.url, a.mode):
+    try:
+        lines = anyio.run(script, a.url, a.mode)
+    except Exception as e:  # say what the client met, in one line, as a client would report it
+        while isinstance(e, ExceptionGroup) and len(e.exceptions) == 1:
+            e = e.exceptions[0]
+        raise SystemExit(f"demo client: {type(e).__name__}: {e}") from None
+    for line in lines:
         print(line)
 
 
