@@ -77,14 +77,18 @@ class Exchange:
 
 @dataclass(slots=True)
 class Call:
-    """A JSON-RPC request and everything that happened to it."""
+    """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
+    whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
+    as it is, to recognise a late answer, late progress or a reused id: thousands are remembered, and with their
+    messages, keeping and freeing them cost check a tenth of its time on a large tape (as Exchange, for the same
+    reason)."""
 
     tape: str
     session: Session
     dir: str  # who sent the request: c2s (client request) or s2c (server request)
     id: Any
     method: str
-    request: dict
+    request: dict | None
     seq: int
     t: float
     exchange: Exchange | None = None  # the HTTP exchange that carried the request
@@ -92,14 +96,14 @@ class Call:
     response_seq: int | None = None
     response_t: float | None = None
     response_exchange: int | None = None
-    progress: list[tuple[int, float, Any]] = field(default_factory=list)
+    progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
     cancel: tuple[int, float, Any] | None = None
     injected: bool = False
     progress_token: Any = None
 
     @property
     def answered(self) -> bool:
-        return self.response is not None
+        return self.response_seq is not None  # still true once a settled call has dropped its messages
 
     @property
     def rejected_status(self) -> int | None:
@@ -110,28 +114,11 @@ class Call:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class SettledCall:
-    """What the model remembers of a call once it has settled (and its observers have seen it whole), to
-    recognise a late answer, late progress or a reused id: which request it was, not its messages. Thousands are
-    remembered; with their messages, fetching and freeing them cost check a tenth of its time on a large tape."""
-
-    tape: str
-    session: Session
-    dir: str
-    id: Any
-    method: str
-    seq: int
-    t: float
-    exchange: Exchange | None
-    injected: bool
-
-
 @dataclass(slots=True)
 class Seen:
     """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
-    the model noticed on it: ("duplicate-request", the earlier Call or SettledCall), ("orphan-response", msg),
-    ("late-response", SettledCall), ("progress-after-response", SettledCall)."""
+    the model noticed on it: ("duplicate-request", the earlier Call), ("orphan-response", msg),
+    ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages."""
 
     tape: str
     seq: int
@@ -220,20 +207,20 @@ class Model:
         key = (id(call.session), call.dir, jsonrpc.id_key(call.id))
         if self._calls.get(key) is call:
             del self._calls[key]
-        remembered = SettledCall(call.tape, call.session, call.dir, call.id, call.method, call.seq, call.t,
-                                 call.exchange, call.injected)
-        self._settled.remember(key, remembered)
-        token = call.progress_token
-        if token is not None:
-            token_key = (id(call.session), jsonrpc.id_key(token))
-            if self._progress_tokens.get(token_key) is call:
-                del self._progress_tokens[token_key]
-            self._settled_tokens.remember(token_key, remembered)
         out: list[Any] = []
         for observer in self._call_observers:
             found = observer.call(call, self)
             if found:
                 out += found
+        call.request = call.response = None  # see Call
+        call.progress = ()
+        self._settled.remember(key, call)
+        token = call.progress_token
+        if token is not None:
+            token_key = (id(call.session), jsonrpc.id_key(token))
+            if self._progress_tokens.get(token_key) is call:
+                del self._progress_tokens[token_key]
+            self._settled_tokens.remember(token_key, call)
         return out
 
     # -- sessions --------------------------------------------------------------------------------------------------

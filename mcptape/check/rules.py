@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session, SettledCall
+from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session
 from ..tape import records
 from ..wire import http, jsonrpc
 from . import spec
@@ -37,13 +37,13 @@ class Finding:
         return asdict(self)
 
 
-def about_call(rule: str, severity: str, call: Call | SettledCall, message: str, clause: str,
+def about_call(rule: str, severity: str, call: Call, message: str, clause: str,
                injected: bool | None = None) -> Finding:
     return Finding(rule, severity, call.tape, call.session.label, call.dir, call.id, call.method, message, clause,
                    call.seq, call.t, _rests_on_edit(call) if injected is None else injected)
 
 
-def _rests_on_edit(call: Call | SettledCall) -> bool:
+def _rests_on_edit(call: Call) -> bool:
     """The call was sent, or answered, through an exchange an edit changed."""
     return call.injected or (call.exchange is not None and call.exchange.injected)
 
@@ -186,26 +186,30 @@ class Sessions(Observer):
         ex = seen.exchange
         if ex is None:
             if kind == records.STDIO_LINE and seen.session is not None and not seen.session.initialized:
-                return list(self._stdio_order(seen))
+                return self._stdio_order(seen)
             return None
         if kind == records.HTTP_REQUEST:
-            return list(self._request(seen))
+            return self._request(seen)
         if kind == records.HTTP_RESPONSE:
-            return list(self._response(seen))
+            return self._response(seen)
         if kind == records.SSE_EVENT and ex.is_get_stream:
-            return list(self._get_stream(seen))
+            return self._get_stream(seen)
         return None
 
-    def _get_stream(self, seen: Seen) -> Iterator[Finding]:
+    # These return a list of findings, usually empty (not a generator: they run for every request and response).
+
+    def _get_stream(self, seen: Seen) -> list[Finding]:
         msg = seen.record.get("msg")
         if (seen.exchange.last_event_id is None and seen.session is not None
                 and seen.session.transport == STREAMABLE and isinstance(msg, dict)
                 and jsonrpc.kind(msg) in ("response", "error")):
-            yield about_record("response-on-get-stream", "warning", seen,
-                               f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed stream",
-                               spec.GET_STREAM, request_id=msg.get("id"))
+            return [about_record("response-on-get-stream", "warning", seen,
+                                 f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed stream",
+                                 spec.GET_STREAM, request_id=msg.get("id"))]
+        return []
 
-    def _request(self, seen: Seen) -> Iterator[Finding]:
+    def _request(self, seen: Seen) -> list[Finding]:
+        found: list[Finding] = []
         ex, r = seen.exchange, seen.record
         msg = r.get("msg") if isinstance(r.get("msg"), dict) else {}
         method = msg.get("method")
@@ -218,17 +222,18 @@ class Sessions(Observer):
             if session.initialized and session.version and session.version >= "2025-06-18":
                 sent = ex.version_header
                 if sent is None:
-                    yield about_record("protocol-version-mismatch", "warning", seen,
-                                       f"no MCP-Protocol-Version header; the session negotiated {session.version}",
-                                       spec.VERSION_HEADER, method, msg.get("id"), records.C2S)
+                    found.append(about_record("protocol-version-mismatch", "warning", seen,
+                                              f"no MCP-Protocol-Version header; the session negotiated {session.version}",
+                                              spec.VERSION_HEADER, method, msg.get("id"), records.C2S))
                 elif sent != session.version:
-                    yield about_record("protocol-version-mismatch", "warning", seen,
-                                       f"MCP-Protocol-Version {sent} but the session negotiated {session.version}",
-                                       spec.VERSION_HEADER, method, msg.get("id"), records.C2S)
+                    found.append(about_record("protocol-version-mismatch", "warning", seen,
+                                              f"MCP-Protocol-Version {sent} but the session negotiated {session.version}",
+                                              spec.VERSION_HEADER, method, msg.get("id"), records.C2S))
         if session is not None and session.transport == STATELESS and method:
-            yield from self._headers_2026(seen, msg)
+            found += self._headers_2026(seen, msg)
+        return found
 
-    def _headers_2026(self, seen: Seen, msg: dict) -> Iterator[Finding]:
+    def _headers_2026(self, seen: Seen, msg: dict) -> list[Finding]:
         headers = seen.exchange.headers
         problems = []
         if (sent := http.get(headers, "mcp-method")) != msg.get("method"):
@@ -242,11 +247,11 @@ class Sessions(Observer):
         version = meta.get("io.modelcontextprotocol/protocolVersion")
         if version is not None and version != seen.exchange.version_header:
             problems.append(f"MCP-Protocol-Version {seen.exchange.version_header!r} but _meta says {version!r}")
-        for problem in problems:
-            yield about_record("header-mismatch", "error", seen, problem, spec.HEADERS_2026, msg.get("method"),
-                               msg.get("id"), records.C2S)
+        return [about_record("header-mismatch", "error", seen, problem, spec.HEADERS_2026, msg.get("method"),
+                             msg.get("id"), records.C2S) for problem in problems]
 
-    def _response(self, seen: Seen) -> Iterator[Finding]:
+    def _response(self, seen: Seen) -> list[Finding]:
+        found: list[Finding] = []
         ex, r = seen.exchange, seen.record
         status = r.get("status") or 0
         session = seen.session
@@ -266,37 +271,40 @@ class Sessions(Observer):
                     session.dead = (ex.seq, seen.t, status)
                 if id(session) not in self.wrong_status_reported:
                     self.wrong_status_reported.add(id(session))
-                    yield about_record("wrong-status-for-dead-session", "warning", seen,
-                                       f"the server answered a dead or unknown session with {status} "
-                                       f"({text.strip()[:80]!r}) instead of 404; clients only re-initialize on 404",
-                                       spec.SESSION_404, method, request_id, records.C2S)
+                    found.append(about_record(
+                        "wrong-status-for-dead-session", "warning", seen,
+                        f"the server answered a dead or unknown session with {status} ({text.strip()[:80]!r}) instead "
+                        f"of 404; clients only re-initialize on 404", spec.SESSION_404, method, request_id, records.C2S))
             elif ex.method == "DELETE" and 200 <= status < 300:
                 session.deleted = True
                 session.dead = session.dead or (ex.seq, seen.t, status)
         if status in (401, 403) and not _SESSION_GONE.search(text):
-            yield about_record("auth-rejected", "info", seen, f"the server refused the request's credentials ({status})",
-                               spec.AUTH, method, request_id, records.C2S)
+            found.append(about_record("auth-rejected", "info", seen,
+                                      f"the server refused the request's credentials ({status})", spec.AUTH, method,
+                                      request_id, records.C2S))
         if (status == 202 and jsonrpc.kind(request) == "request" and session is not None
                 and session.transport in (STREAMABLE, STATELESS)):
-            yield about_record("status-202-for-request", "error", seen,
-                               f"202 Accepted answered the request {method} #{request_id}: it will never get a response",
-                               spec.ACCEPTED_202, method, request_id, records.C2S)
+            found.append(about_record("status-202-for-request", "error", seen,
+                                      f"202 Accepted answered the request {method} #{request_id}: it will never get a "
+                                      f"response", spec.ACCEPTED_202, method, request_id, records.C2S))
         if (status == 400 and not ex.sent_session and method not in (None, "initialize")
                 and (ex.version_header or "2025") in _HANDSHAKE and "session" in text.lower()):
-            yield about_record("missing-session-id", "error", seen,
-                               f"{method} was sent without MCP-Session-Id and refused ({text.strip()[:80]!r})",
-                               spec.SESSION_HEADER, method, request_id, records.C2S)
+            found.append(about_record("missing-session-id", "error", seen,
+                                      f"{method} was sent without MCP-Session-Id and refused ({text.strip()[:80]!r})",
+                                      spec.SESSION_HEADER, method, request_id, records.C2S))
+        return found
 
-    def _stdio_order(self, seen: Seen) -> Iterator[Finding]:
+    def _stdio_order(self, seen: Seen) -> list[Finding]:
         msg = seen.record.get("msg")
         session = seen.session
         if (isinstance(msg, dict) and seen.record.get("dir") == records.C2S and jsonrpc.kind(msg) == "request"
                 and session is not None and not session.initialized
                 and msg.get("method") not in ("initialize", "ping", "server/discover")
                 and not (session.version or "").startswith("2026")):
-            yield about_record("request-before-initialize", "warning", seen,
-                               f"{msg.get('method')} sent before the server answered initialize",
-                               spec.INITIALIZE_FIRST, msg.get("method"), msg.get("id"))
+            return [about_record("request-before-initialize", "warning", seen,
+                                 f"{msg.get('method')} sent before the server answered initialize",
+                                 spec.INITIALIZE_FIRST, msg.get("method"), msg.get("id"))]
+        return []
 
     def finish(self, model: Model) -> Iterator[Finding]:
         for session, uses in self.reuse.values():
