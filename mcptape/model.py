@@ -99,7 +99,9 @@ class Call:
     progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
     cancel: tuple[int, float, Any] | None = None
     injected: bool = False
-    progress_token: Any = None
+    # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
+    key: tuple = ()
+    token_key: tuple | None = None
 
     @property
     def answered(self) -> bool:
@@ -204,7 +206,7 @@ class Model:
             yield from observer.finish(self)
 
     def _settle(self, call: Call) -> list[Any]:
-        key = (id(call.session), call.dir, jsonrpc.id_key(call.id))
+        key = call.key
         if self._calls.get(key) is call:
             del self._calls[key]
         out: list[Any] = []
@@ -215,9 +217,8 @@ class Model:
         call.request = call.response = None  # see Call
         call.progress = ()
         self._settled.remember(key, call)
-        token = call.progress_token
-        if token is not None:
-            token_key = (id(call.session), jsonrpc.id_key(token))
+        token_key = call.token_key
+        if token_key is not None:
             if self._progress_tokens.get(token_key) is call:
                 del self._progress_tokens[token_key]
             self._settled_tokens.remember(token_key, call)
@@ -247,7 +248,9 @@ class Model:
             session.version = version
         ex = Exchange(self.tape, r.get("exchange"), seen.seq, seen.t, r.get("method", ""), r.get("path", ""),
                       r.get("conn"), session, sent, version, headers, r.get("msg"),
-                      last_event_id=http.get(headers, http.LAST_EVENT_ID), injected=bool(r.get("injected")))
+                      injected=bool(r.get("injected")))
+        if ex.method == "GET":  # only a GET resumes a stream
+            ex.last_event_id = http.get(headers, http.LAST_EVENT_ID)
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
         if session is not None and "msg" in r:
@@ -336,7 +339,7 @@ class Model:
     def _request(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None) -> None:
         call = Call(self.tape, session, direction, msg.get("id"), str(msg.get("method")), msg, seen.seq,
                     seen.t, ex, injected=bool(seen.record.get("injected")))
-        key = (id(session), direction, jsonrpc.id_key(call.id))
+        key = call.key = (id(session), direction, jsonrpc.id_key(call.id))
         meta = _meta(msg)
         if (version := meta.get("io.modelcontextprotocol/protocolVersion")) is not None:
             # the 2026-07-28 era puts the protocol version on every request
@@ -348,9 +351,10 @@ class Model:
         if earlier is not None:
             seen.note("duplicate-request", earlier)
         self._calls[key] = call
-        token = call.progress_token = meta.get("progressToken")
+        token = meta.get("progressToken")
         if token is not None:
-            self._progress_tokens[(id(session), jsonrpc.id_key(token))] = call
+            call.token_key = (id(session), jsonrpc.id_key(token))
+            self._progress_tokens[call.token_key] = call
         if call.method == "initialize":
             session.initialized = False
 

@@ -350,38 +350,42 @@ class DeadIds(Observer):
         self.issued: dict[str, tuple[str, str, int]] = {}  # value -> (tape, session label, record)
 
     def call(self, call: Call, model: Model) -> list[Finding] | None:
-        if call.dir != records.C2S or call.method != "tools/call" or not isinstance(call.response, dict):
+        response = call.response
+        if call.dir != records.C2S or call.method != "tools/call" or not isinstance(response, dict):
             return None
-        return list(self._call(call))
-
-    def _call(self, call: Call) -> Iterator[Finding]:
-        result = call.response.get("result")
-        refused = "error" in call.response or (isinstance(result, dict) and result.get("isError"))
-        if refused and _NOT_FOUND.search(_all_text(call.response)):
-            params = call.request.get("params")
-            for value in _strings(params.get("arguments") if isinstance(params, dict) else None):
-                origin = self.issued.get(value)
-                if origin and (origin[0], origin[1]) != (call.tape, call.session.label):
-                    yield about_call("dead-id-reuse", "warning", call,
-                                     f"{value!r} was issued in session {origin[1]} (tape {origin[0]}, record "
-                                     f"{origin[2]}) and refused as not found here: it died with that session",
-                                     spec.DEAD_ID)
-                    return
-        elif isinstance(result, dict):
+        result = response.get("result")
+        if "error" in response or (isinstance(result, dict) and result.get("isError")):
+            return self._refused(call)
+        if isinstance(result, dict):
+            origin = (call.tape, call.session.label, call.response_seq)
             for value in _issued_ids(result):
-                self.issued.setdefault(value, (call.tape, call.session.label, call.response_seq))
+                self.issued.setdefault(value, origin)
+        return None
+
+    def _refused(self, call: Call) -> list[Finding] | None:
+        if not _NOT_FOUND.search(_all_text(call.response)):
+            return None
+        params = call.request.get("params")
+        for value in _strings(params.get("arguments") if isinstance(params, dict) else None):
+            origin = self.issued.get(value)
+            if origin and (origin[0], origin[1]) != (call.tape, call.session.label):
+                return [about_call("dead-id-reuse", "warning", call,
+                                   f"{value!r} was issued in session {origin[1]} (tape {origin[0]}, record "
+                                   f"{origin[2]}) and refused as not found here: it died with that session",
+                                   spec.DEAD_ID)]
+        return None
 
 
-def _issued_ids(result: dict) -> Iterator[str]:
+def _issued_ids(result: dict) -> list[str]:
+    """Ids a tool result hands out: string values of id-named keys in structuredContent, UUIDs in its text."""
     structured = result.get("structuredContent")
-    if isinstance(structured, dict):
-        for key, value in structured.items():
-            if isinstance(value, str) and _is_id_key(key):
-                yield value
+    found = [value for key, value in structured.items() if isinstance(value, str) and _is_id_key(key)] \
+        if isinstance(structured, dict) else []
     for item in result.get("content") or ():
         text = item.get("text") if isinstance(item, dict) else None
         if isinstance(text, str) and "-" in text:  # no hyphen, no UUID: skip the regex
-            yield from _UUID.findall(text)
+            found += _UUID.findall(text)
+    return found
 
 
 def _strings(value: Any) -> Iterator[str]:
