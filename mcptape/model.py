@@ -48,12 +48,10 @@ class Exchange:
     calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
     every request's headers and body alive."""
 
-    tape: str
     number: int
     seq: int
     t: float
     method: str
-    path: str
     conn: int | None
     session: Session | None
     sent_session: str | None  # the Mcp-Session-Id the client put on it
@@ -61,18 +59,11 @@ class Exchange:
     headers: list
     msg: Any = None
     status: int | None = None
-    response_session: str | None = None
-    response_msg: Any = None
-    event_stream: bool = False
-    last_event_id: str | None = None
+    get_stream: bool = False  # a GET answered with an event stream: the standalone stream, or a resumed one
+    last_event_id: str | None = None  # on a GET: the stream it resumes
     end: str | None = None
-    end_t: float | None = None
     injected: bool = False
     calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
-
-    @property
-    def is_get_stream(self) -> bool:
-        return self.method == "GET" and self.event_stream
 
 
 @dataclass(slots=True)
@@ -94,8 +85,6 @@ class Call:
     exchange: Exchange | None = None  # the HTTP exchange that carried the request
     response: dict | None = None
     response_seq: int | None = None
-    response_t: float | None = None
-    response_exchange: int | None = None
     progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
     cancel: tuple[int, float, Any] | None = None
     injected: bool = False
@@ -246,10 +235,9 @@ class Model:
         elif version and version not in HANDSHAKE_VERSIONS:
             session = self.session(f"stateless:{self.tape}:conn{r.get('conn')}", STATELESS)
             session.version = version
-        ex = Exchange(self.tape, r.get("exchange"), seen.seq, seen.t, r.get("method", ""), r.get("path", ""),
-                      r.get("conn"), session, sent, version, headers, r.get("msg"),
-                      injected=bool(r.get("injected")))
-        if ex.method == "GET":  # only a GET resumes a stream
+        ex = Exchange(r.get("exchange"), seen.seq, seen.t, r.get("method", ""), r.get("conn"), session, sent, version,
+                      headers, r.get("msg"), injected=bool(r.get("injected")))
+        if ex.method == "GET":
             ex.last_event_id = http.get(headers, http.LAST_EVENT_ID)
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
@@ -266,9 +254,9 @@ class Model:
         if r.get("injected"):
             ex.injected = True  # an edit changed what the client got from here on
         ex.status = status = r.get("status")
-        ex.event_stream = http.media_type(http.get(r.get("headers") or [], "content-type")) == http.SSE
-        ex.response_msg = msg = r.get("msg")
-        ex.response_session = sent = r.get("session")
+        if ex.method == "GET":
+            ex.get_stream = http.media_type(http.get(r.get("headers") or [], "content-type")) == http.SSE
+        sent = r.get("session")
         ok = status is not None and status < 400
         if ex.session is None and sent and ok:
             # the answer to initialize names the session it opened (ignore ids on error answers: the SDK mints a
@@ -286,7 +274,7 @@ class Model:
             request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, ex.t, session, ex)
             self._messages(request, session, records.C2S, ex.msg, ex, settled)
         if "msg" in r:
-            self._messages(seen, session, records.S2C, msg, ex, settled)
+            self._messages(seen, session, records.S2C, r["msg"], ex, settled)
 
     def _sse_event(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
@@ -308,11 +296,11 @@ class Model:
         ex = self._exchanges.pop(r.get("exchange"), None)
         if ex is None:
             return
-        ex.end, ex.end_t = r.get("reason"), r.get("t")
+        ex.end = r.get("reason")
         seen.exchange, seen.session = ex, ex.session
-        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.is_get_stream:
+        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream:
             ex.session.ended = True
-        ex.headers, ex.msg, ex.response_msg = [], None, None  # see Exchange
+        ex.headers, ex.msg = [], None  # see Exchange
 
     def _stdio(self, seen: Seen, settled: list[Call]) -> None:
         session = self.session(f"stdio:{self.tape}#{self._run or 1}", STDIO)
@@ -367,7 +355,6 @@ class Model:
             # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers the
             # request its HTTP exchange carried
             call = next((c for c in self._calls.values() if c.exchange is ex), None)
-        t = seen.t
         if call is None and msg.get("id") is None and ex is not None and (ex.status or 0) >= 400:
             return  # the body of an HTTP error that answered no request (a DELETE or GET refused): not an orphan
         if call is None:
@@ -377,8 +364,7 @@ class Model:
             else:
                 seen.note("orphan-response", msg)
             return
-        call.response, call.response_seq, call.response_t = msg, seen.seq, t
-        call.response_exchange = ex.number if ex is not None else None
+        call.response, call.response_seq = msg, seen.seq
         if call.method == "initialize" and "result" in msg:
             session.initialized = True
             version = msg["result"].get("protocolVersion") if isinstance(msg["result"], dict) else None

@@ -192,7 +192,7 @@ class Sessions(Observer):
             return self._request(seen)
         if kind == records.HTTP_RESPONSE:
             return self._response(seen)
-        if kind == records.SSE_EVENT and ex.is_get_stream:
+        if kind == records.SSE_EVENT and ex.get_stream:
             return self._get_stream(seen)
         return None
 
