@@ -16,7 +16,7 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .tape import records
@@ -109,7 +109,8 @@ class Call:
 class Seen:
     """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
     the model noticed on it: ("duplicate-request", the earlier Call), ("orphan-response", msg),
-    ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages."""
+    ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages;
+    ("malformed", the record's `problem`: what the recorder found wrong with the message)."""
 
     tape: str
     seq: int
@@ -124,10 +125,16 @@ class Seen:
 
 
 class Observer:
-    """Override what you need. Findings or anything else come back as iterables; `record` runs for every record
-    of every tape, so it returns None fast when a record is not its business."""
+    """Override what you need. Findings or anything else come back as iterables. `record` runs for every record of
+    the kinds in `kinds` (of every kind when None), so it returns None fast when a record is not its business;
+    `noted` runs for the records the model noticed something on (see Seen.notes), a few in a large tape."""
+
+    kinds: ClassVar[frozenset[str] | None] = None
 
     def record(self, seen: Seen, model: Model) -> Iterable[Any] | None:
+        return None
+
+    def noted(self, seen: Seen, model: Model) -> Iterable[Any] | None:
         return None
 
     def call(self, call: Call, model: Model) -> Iterable[Any] | None:
@@ -151,14 +158,18 @@ class Model:
         self._settled_tokens = _Recent(4096)
         self._run = 0  # capture.start count within the tape: each stdio run is a new session
         self._legacy_paths: dict[str, Session] = {}
-        # the hot loop: dispatch by kind, and ask only the observers that look at records
+        # the hot loop: dispatch by kind, and ask only the observers that look at records of that kind
         self._handlers = {
             records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
             records.HTTP_RESPONSE: self._http_response, records.SSE_EVENT: self._sse_event,
             records.END: self._http_end, records.STDIO_LINE: self._stdio, records.STDIO_STDERR: self._stdio,
             records.STDIO_EXIT: self._stdio,
         }
-        self._record_observers = [o for o in observers if type(o).record is not Observer.record]
+        watching = [o for o in observers if type(o).record is not Observer.record]
+        self._record_observers = {kind: [o for o in watching if o.kinds is None or kind in o.kinds]
+                                  for kind in records.KINDS}
+        self._any_kind_observers = [o for o in watching if o.kinds is None]  # for kinds this mcptape does not know
+        self._noted_observers = [o for o in observers if type(o).noted is not Observer.noted]
         self._call_observers = [o for o in observers if type(o).call is not Observer.call]
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
 
@@ -170,16 +181,25 @@ class Model:
         self.tape = name
         self._run = 0
         self._exchanges = {}
-        handlers, observers, settled = self._handlers, self._record_observers, self._settled_now
+        handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
+        noted, settled = self._noted_observers, self._settled_now
         for seq, record in enumerate(items):
             seen = Seen(name, seq, record, record.get("t", 0.0))
-            handler = handlers.get(record.get("kind"))
+            kind = record.get("kind")
+            handler = handlers.get(kind)
             if handler is not None:
                 handler(seen, settled)
-            for observer in observers:
+            for observer in observers.get(kind, any_kind):
                 found = observer.record(seen, self)
                 if found:
                     yield from found
+            if "problem" in record:
+                seen.note("malformed", record["problem"])
+            if seen.notes:
+                for observer in noted:
+                    found = observer.noted(seen, self)
+                    if found:
+                        yield from found
             if settled:
                 for call in settled:
                     yield from self._settle(call)

@@ -127,12 +127,10 @@ class Calls(Observer):
 class Messages(Observer):
     """Messages that are not well-formed, answers nobody asked for, ids used twice, progress after the end."""
 
-    def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        if seen.notes or "problem" in seen.record:
-            return list(self._record(seen))
-        return None
+    def noted(self, seen: Seen, model: Model) -> list[Finding]:
+        return list(self._noted(seen))
 
-    def _record(self, seen: Seen) -> Iterator[Finding]:
+    def _noted(self, seen: Seen) -> Iterator[Finding]:
         r = seen.record
         for note, subject in seen.notes:
             if note == "orphan-response":
@@ -149,9 +147,9 @@ class Messages(Observer):
             elif note == "progress-after-response":
                 yield about_call("progress-after-response", "warning", subject,
                                  f"progress notification (record {seen.seq}) after the final response", spec.PROGRESS)
-        if r.get("problem") and self._protocol_channel(seen):
-            yield about_record("malformed-message", "error" if r["kind"] == records.STDIO_LINE else "warning", seen,
-                               f"{r['kind']}: {r['problem']}", spec.MALFORMED)
+            elif note == "malformed" and subject and self._protocol_channel(seen):
+                yield about_record("malformed-message", "error" if r["kind"] == records.STDIO_LINE else "warning",
+                                   seen, f"{r['kind']}: {subject}", spec.MALFORMED)
 
     @staticmethod
     def _protocol_channel(seen: Seen) -> bool:
@@ -173,6 +171,8 @@ _SESSION_GONE = re.compile(r"session.*(not found|expired|invalid|unknown|termina
 
 class Sessions(Observer):
     """The session lifecycle on Streamable HTTP: dead sessions, re-initialization, statuses, headers."""
+
+    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.STDIO_LINE})
 
     def __init__(self) -> None:
         self.reuse: dict[int, tuple[Session, list[tuple[int, float]]]] = {}
@@ -357,10 +357,22 @@ class DeadIds(Observer):
         if "error" in response or (isinstance(result, dict) and result.get("isError")):
             return self._refused(call)
         if isinstance(result, dict):
-            origin = (call.tape, call.session.label, call.response_seq)
-            for value in _issued_ids(result):
-                self.issued.setdefault(value, origin)
+            self._issued(result, call)
         return None
+
+    def _issued(self, result: dict, call: Call) -> None:
+        """Remember the ids a tool result hands out: string values of id-named keys in structuredContent, UUIDs in
+        its text. Runs for every tool result, so it is plain loops (no generator, no list)."""
+        structured = result.get("structuredContent")
+        if isinstance(structured, dict):
+            for key, value in structured.items():
+                if isinstance(value, str) and _is_id_key(key):
+                    self.issued.setdefault(value, (call.tape, call.session.label, call.response_seq))
+        for item in result.get("content") or ():
+            text = item.get("text") if isinstance(item, dict) else None
+            if isinstance(text, str) and "-" in text:  # no hyphen, no UUID: skip the regex
+                for value in _UUID.findall(text):
+                    self.issued.setdefault(value, (call.tape, call.session.label, call.response_seq))
 
     def _refused(self, call: Call) -> list[Finding] | None:
         if not _NOT_FOUND.search(_all_text(call.response)):
@@ -374,18 +386,6 @@ class DeadIds(Observer):
                                    f"{origin[2]}) and refused as not found here: it died with that session",
                                    spec.DEAD_ID)]
         return None
-
-
-def _issued_ids(result: dict) -> list[str]:
-    """Ids a tool result hands out: string values of id-named keys in structuredContent, UUIDs in its text."""
-    structured = result.get("structuredContent")
-    found = [value for key, value in structured.items() if isinstance(value, str) and _is_id_key(key)] \
-        if isinstance(structured, dict) else []
-    for item in result.get("content") or ():
-        text = item.get("text") if isinstance(item, dict) else None
-        if isinstance(text, str) and "-" in text:  # no hyphen, no UUID: skip the regex
-            found += _UUID.findall(text)
-    return found
 
 
 def _strings(value: Any) -> Iterator[str]:

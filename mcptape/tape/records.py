@@ -25,6 +25,8 @@ STDIO_LINE = "stdio.line"  # one line on the server's stdin (c2s) or stdout (s2c
 STDIO_STDERR = "stdio.stderr"  # one line the server wrote to stderr (not protocol; kept as text)
 STDIO_EXIT = "stdio.exit"  # the server process ended: exit code or signal
 EDIT = "edit"  # an edit fired: what mcptape changed; the records it changed carry `injected`
+KINDS = (HEADER, CAPTURE_START, CAPTURE_STOP, HTTP_REQUEST, HTTP_RESPONSE, SSE_EVENT, END, STDIO_LINE, STDIO_STDERR,
+         STDIO_EXIT, EDIT)
 
 C2S, S2C = "c2s", "s2c"
 
