@@ -166,6 +166,20 @@ def test_a_client_that_reinitializes_gets_a_new_session_and_the_rest_of_the_tape
     assert "dead-session-reuse" not in rules and "no-reinitialize" not in rules
 
 
+def test_a_session_the_client_ended_is_not_blamed_on_an_earlier_edit(tapes, tmp_path):
+    """An injected error on a live session does not make its later death an edit's doing: here the client ended it
+    with DELETE and went on using it, all on its own."""
+    log = tmp_path / "log.mcptape"
+    with replaying(tapes["sse"], log=str(log), edits=("error code=-32001 message=busy at=tools/call#1",)) as url:
+        session = open_session(url)
+        assert post(url, call(2, "add", {"a": 2, "b": 3}), session)[2][-1]["error"]["message"] == "busy"
+        request = urllib.request.Request(url, method="DELETE", headers={"Mcp-Session-Id": session})
+        assert urllib.request.urlopen(request).status == 200
+        assert post(url, call(3, "add", {"a": 2, "b": 3}), session)[0] == 404
+    reuse = [f for f in findings(log) if f["rule"] == "dead-session-reuse"]
+    assert len(reuse) == 1 and reuse[0]["injected"] is False
+
+
 def test_restart_server_kills_every_session(tapes):
     with replaying(tapes["sse"], edits=("restart-server status=401 body='Unauthorized: Session not found' "
                                         "at=tools/call#1",)) as url:

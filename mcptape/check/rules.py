@@ -251,9 +251,11 @@ class Sessions(Observer):
                              msg.get("id"), records.C2S) for problem in problems]
 
     def _response(self, seen: Seen) -> list[Finding]:
-        found: list[Finding] = []
         ex, r = seen.exchange, seen.record
         status = r.get("status") or 0
+        if status < 400 and status != 202 and ex.method != "DELETE":
+            return []  # a request answered: what follows is about refusals, 202s and the end of sessions
+        found: list[Finding] = []
         session = seen.session
         request = ex.msg if isinstance(ex.msg, dict) else {}
         method, request_id = request.get("method"), request.get("id")
@@ -261,8 +263,9 @@ class Sessions(Observer):
         # what the server said, for the error statuses that are told apart by it
         text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace") if status >= 400 else ""
         if ex.sent_session and session is not None and session.transport == STREAMABLE:
-            if session.dead is None and r.get("injected"):
-                self.injected_death.add(id(session))
+            if session.dead is None and r.get("injected") and (
+                    status == 404 or (status in (400, 401, 410) and _SESSION_GONE.search(text))):
+                self.injected_death.add(id(session))  # an edit declared it dead, not the server
             if status == 404 and session.dead is None:
                 session.dead = (ex.seq, seen.t, 404)
                 self.died_by_404[id(session)] = (session, seen)
