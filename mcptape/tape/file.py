@@ -16,7 +16,6 @@ types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import struct
 import zlib
@@ -68,8 +67,9 @@ def encode(record: Record) -> bytes:
     return _FRAME.pack(len(payload), len(payload) ^ 0xFFFFFFFF, zlib.crc32(payload)) + payload
 
 
-# one record's msgpack back to a map (a partial, not a function: the reader calls it for every record)
-decode_payload = functools.partial(msgpack.unpackb, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+def decode_payload(payload: bytes) -> Any:
+    """One record's msgpack back to a map (the reader spells this call out: it runs for every record)."""
+    return msgpack.unpackb(payload, ext_hook=_ext_hook, raw=False, strict_map_key=False)
 
 
 @dataclass
@@ -113,6 +113,7 @@ class Reader:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
         # is its first record (taken by __init__); iterating the reader goes on from there.
         read, unpack, crc32, size = self._file.read, _FRAME.unpack, zlib.crc32, _FRAME.size
+        unpackb, ext_hook = msgpack.unpackb, _ext_hook
         offset = self.end_offset
         try:
             while head := read(size):
@@ -131,7 +132,7 @@ class Reader:
                     raise TapeError(f"{self.path}: corrupt record at byte {offset} (checksum mismatch); "
                                     f"{self.count} records before it are intact")
                 try:
-                    record = decode_payload(payload)
+                    record = unpackb(payload, ext_hook=ext_hook, raw=False, strict_map_key=False)  # decode_payload
                 except Exception as e:  # a valid CRC over undecodable bytes: written by something else
                     raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({e})") from None
                 if type(record) is not dict:
