@@ -110,7 +110,8 @@ class Seen:
     """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
     the model noticed on it: ("duplicate-request", the earlier Call), ("orphan-response", msg),
     ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages;
-    ("malformed", the record's `problem`: what the recorder found wrong with the message)."""
+    ("response-on-get-stream", msg): an answer on the standalone GET stream of a session, which is no resumed
+    stream; ("malformed", the record's `problem`: what the recorder found wrong with the message)."""
 
     tape: str
     seq: int
@@ -368,6 +369,8 @@ class Model:
 
     def _response(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None,
                   settled: list[Call]) -> None:
+        if ex is not None and ex.get_stream and ex.last_event_id is None and session.transport == STREAMABLE:
+            seen.note("response-on-get-stream", msg)
         asked = records.C2S if direction == records.S2C else records.S2C
         key = (id(session), asked, jsonrpc.id_key(msg.get("id")))
         call = self._calls.get(key)

@@ -125,7 +125,8 @@ class Calls(Observer):
 
 
 class Messages(Observer):
-    """Messages that are not well-formed, answers nobody asked for, ids used twice, progress after the end."""
+    """Messages that are not well-formed, answers nobody asked for or on a stream where none belongs, ids used twice,
+    progress after the end."""
 
     def noted(self, seen: Seen, model: Model) -> list[Finding]:
         return list(self._noted(seen))
@@ -147,6 +148,10 @@ class Messages(Observer):
             elif note == "progress-after-response":
                 yield about_call("progress-after-response", "warning", subject,
                                  f"progress notification (record {seen.seq}) after the final response", spec.PROGRESS)
+            elif note == "response-on-get-stream":
+                yield about_record("response-on-get-stream", "warning", seen,
+                                   f"a response (id {subject.get('id')!r}) on the GET stream, which is not a resumed "
+                                   f"stream", spec.GET_STREAM, request_id=subject.get("id"))
             elif note == "malformed" and subject and self._protocol_channel(seen):
                 yield about_record("malformed-message", "error" if r["kind"] == records.STDIO_LINE else "warning",
                                    seen, f"{r['kind']}: {subject}", spec.MALFORMED)
@@ -172,7 +177,7 @@ _SESSION_GONE = re.compile(r"session.*(not found|expired|invalid|unknown|termina
 class Sessions(Observer):
     """The session lifecycle on Streamable HTTP: dead sessions, re-initialization, statuses, headers."""
 
-    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.STDIO_LINE})
+    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE, records.STDIO_LINE})
 
     def __init__(self) -> None:
         self.reuse: dict[int, tuple[Session, list[tuple[int, float]]]] = {}
@@ -192,21 +197,9 @@ class Sessions(Observer):
             return self._request(seen)
         if kind == records.HTTP_RESPONSE:
             return self._response(seen)
-        if kind == records.SSE_EVENT and ex.get_stream:
-            return self._get_stream(seen)
         return None
 
     # These return a list of findings, usually empty (not a generator: they run for every request and response).
-
-    def _get_stream(self, seen: Seen) -> list[Finding]:
-        msg = seen.record.get("msg")
-        if (seen.exchange.last_event_id is None and seen.session is not None
-                and seen.session.transport == STREAMABLE and isinstance(msg, dict)
-                and jsonrpc.kind(msg) in ("response", "error")):
-            return [about_record("response-on-get-stream", "warning", seen,
-                                 f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed stream",
-                                 spec.GET_STREAM, request_id=msg.get("id"))]
-        return []
 
     def _request(self, seen: Seen) -> list[Finding]:
         found: list[Finding] = []
