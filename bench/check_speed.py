@@ -5,8 +5,9 @@
 check: records/s and peak memory (max RSS of a fresh process) against a plain msgpack read of the same file
 (frames split, payloads unpacked, nothing else), in --rounds interleaved rounds (this machine's speed swings by a
 quarter between minutes, so one pair of runs can say anything: the ratio is taken within each round, and the median
-and range of the rounds are reported); and check's peak memory on a tape a quarter the size, to show it stays flat.
-Goal: >= 0.4x the plain read's speed, memory flat in tape size.
+and range of the rounds are reported); and check's peak memory on a tape a quarter the size, to show it stays flat,
+also when every result hands out an id the dead-id rule must remember. Goal: >= 0.4x the plain read's speed, memory
+flat in tape size.
 diff: wall time on two tapes of --diff-calls calls each that differ in one result in a thousand. Goal: < 5 s.
 """
 
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from mcptape.tape import records
@@ -45,8 +47,9 @@ print(elapsed, rss, out.returncode, out.stdout[-200:].replace(chr(10), " "), sep
 """
 
 
-def generate(path: Path, calls: int, vary: int = 0) -> int:
-    """A session-era Streamable HTTP session: each call is request, SSE head, progress, result, end."""
+def generate(path: Path, calls: int, vary: int = 0, ids: bool = False) -> int:
+    """A session-era Streamable HTTP session: each call is request, SSE head, progress, result, end. With `ids`,
+    every result hands out an id of its own (a thread id), as many real tools do."""
     t = 1_700_000_000.0
     count = 0
     with Writer(path, records.header(t, "bench")) as w:
@@ -75,6 +78,10 @@ def generate(path: Path, calls: int, vary: int = 0) -> int:
             value = i + 1 + (1 if vary and i % vary == 0 else 0)
             result = {"protocolVersion": "2025-11-25", "capabilities": {}} if i == 0 else \
                 {"content": [{"type": "text", "text": str(value)}], "structuredContent": {"result": value}}
+            if ids and i:
+                thread = str(uuid.UUID(int=i))
+                result = {"content": [{"type": "text", "text": f"opened thread {thread}"}],
+                          "structuredContent": {"thread_id": thread}}
             put({"kind": "sse.event", "t": t, "exchange": i, "dir": "s2c", "event": "message",
                  "msg": {"jsonrpc": "2.0", "id": msg["id"], "result": result}})
             put(records.end(t, i, "complete"))
@@ -118,6 +125,11 @@ def main() -> None:
         print(f"  mcptape check      {n_big / statistics.median(check_s):12,.0f} records/s  peak {check_mb} MB   "
               f"ratio {statistics.median(ratios):.2f} (rounds {min(ratios):.2f}-{max(ratios):.2f}; goal >= 0.40)")
         print(f"  check peak memory on {n_small:,} records: {small_mb} MB (flat: {check_mb} MB at 4x the records)")
+        with_ids = Path(tmp) / "ids-small.mcptape", Path(tmp) / "ids-big.mcptape"
+        for tape, calls in zip(with_ids, (a.records // 20, a.records // 5)):
+            generate(tape, calls, ids=True)
+        ids_mb = [measure([mcptape, "check", str(tape), "--fail-on", "never"])[1] for tape in with_ids]
+        print(f"  the same when every result hands out a thread id: {ids_mb[0]} MB, and {ids_mb[1]} MB at 4x")
         da, db = Path(tmp) / "a.mcptape", Path(tmp) / "b.mcptape"
         generate(da, a.diff_calls)
         generate(db, a.diff_calls, vary=1000)

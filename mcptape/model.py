@@ -155,8 +155,8 @@ class Model:
         self._calls: dict[tuple[int, str, Any], Call] = {}  # (id(session), dir, id) -> open call
         self._progress_tokens: dict[tuple[int, Any], Call] = {}
         # Recently settled calls, to recognise a late answer or late progress; bounded, so memory stays flat.
-        self._settled = _Recent(4096)
-        self._settled_tokens = _Recent(4096)
+        self._settled = Recent(4096)
+        self._settled_tokens = Recent(4096)
         self._run = 0  # capture.start count within the tape: each stdio run is a new session
         self._legacy_paths: dict[str, Session] = {}
         # the hot loop: dispatch by kind, and ask only the observers that look at records of that kind
@@ -429,7 +429,7 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class _Recent:
+class Recent:
     """Remembers at least the last `size` entries and at most twice that: two generations of plain dicts, the
     older dropped whole when the newer fills (cheaper than evicting one entry at a time)."""
 

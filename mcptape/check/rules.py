@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session
+from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Recent, Seen, Session
 from ..tape import records
 from ..wire import http, jsonrpc
 from . import spec
@@ -343,7 +343,8 @@ class DeadIds(Observer):
     session (or tape) and refused as not found: the id died with the session or process that issued it."""
 
     def __init__(self) -> None:
-        self.issued: dict[str, tuple[str, str, int]] = {}  # value -> (tape, session label, record)
+        # value -> (tape, session label, record) of the ids issued last (not all: memory stays flat in tape size)
+        self.issued = Recent(20_000)
 
     def call(self, call: Call, model: Model) -> list[Finding] | None:
         response = call.response
@@ -363,12 +364,16 @@ class DeadIds(Observer):
         if isinstance(structured, dict):
             for key, value in structured.items():
                 if isinstance(value, str) and _is_id_key(key):
-                    self.issued.setdefault(value, (call.tape, call.session.label, call.response_seq))
+                    self._remember(value, call)
         for item in result.get("content") or ():
             text = item.get("text") if isinstance(item, dict) else None
             if isinstance(text, str) and "-" in text:  # no hyphen, no UUID: skip the regex
                 for value in _UUID.findall(text):
-                    self.issued.setdefault(value, (call.tape, call.session.label, call.response_seq))
+                    self._remember(value, call)
+
+    def _remember(self, value: str, call: Call) -> None:
+        if self.issued.get(value) is None:  # where it was issued first
+            self.issued.remember(value, (call.tape, call.session.label, call.response_seq))
 
     def _refused(self, call: Call) -> list[Finding] | None:
         if not _NOT_FOUND.search(_all_text(call.response)):
