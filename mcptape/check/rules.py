@@ -212,16 +212,13 @@ class Sessions(Observer):
         if session is not None and session.transport == STREAMABLE and ex.sent_session == session.label:
             if session.dead is not None and ex.method in ("POST", "GET") and session.dead[0] != seen.seq:
                 self.reuse.setdefault(id(session), (session, []))[1].append((seen.seq, seen.t))
-            if session.initialized and session.version and session.version >= "2025-06-18":
-                sent = ex.version_header
-                if sent is None:
-                    found.append(about_record("protocol-version-mismatch", "warning", seen,
-                                              f"no MCP-Protocol-Version header; the session negotiated {session.version}",
-                                              spec.VERSION_HEADER, method, msg.get("id"), records.C2S))
-                elif sent != session.version:
-                    found.append(about_record("protocol-version-mismatch", "warning", seen,
-                                              f"MCP-Protocol-Version {sent} but the session negotiated {session.version}",
-                                              spec.VERSION_HEADER, method, msg.get("id"), records.C2S))
+            sent = ex.version_header
+            if (session.initialized and session.version and session.version >= "2025-06-18"
+                    and sent != session.version):
+                said = "no MCP-Protocol-Version header;" if sent is None else f"MCP-Protocol-Version {sent} but"
+                found.append(about_record("protocol-version-mismatch", "warning", seen,
+                                          f"{said} the session negotiated {session.version}", spec.VERSION_HEADER,
+                                          method, msg.get("id"), records.C2S))
         if session is not None and session.transport == STATELESS and method:
             found += self._headers_2026(seen, msg)
         return found
