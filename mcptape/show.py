@@ -113,10 +113,11 @@ def _describe(record: Record) -> list[str]:
 
 def _with_messages(head: str, record: Record, problem: str) -> list[str]:
     sep = "  " if head else ""
-    if "msg" in record:
-        msgs = jsonrpc.messages(record["msg"])
+    if "msg" in record and (msgs := jsonrpc.messages(record["msg"])):
         lines = [f"{head}{sep}{jsonrpc.describe(msgs[0])}"] + [
             f"{' ' * len(head)}{sep}{jsonrpc.describe(m)}" for m in msgs[1:]]
+    elif "msg" in record:
+        lines = [f"{head}{sep}[] (an empty batch)"]
     elif "raw" in record and not head.startswith("sse"):
         lines = [f"{head}{sep}{len(record['raw'])} bytes"]
     else:

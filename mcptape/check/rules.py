@@ -51,6 +51,7 @@ def _rests_on_edit(call: Call) -> bool:
 def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str, method: str | None = None,
                  request_id: Any = None, direction: str | None = None) -> Finding:
     ex = seen.exchange
+    method = method if isinstance(method, str) else None  # a message read off the wire may have any method
     return Finding(rule, severity, seen.tape, seen.session.label if seen.session else (ex.sent_session if ex else None),
                    direction or seen.record.get("dir"), request_id, method, message, clause, seen.seq, seen.t,
                    bool(seen.record.get("injected")))

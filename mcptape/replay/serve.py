@@ -117,13 +117,12 @@ class Replayer:
 
     def _pool(self, session: LiveSession | None, method: Any) -> list[Answer]:
         """The answers a request of this method may get, the live session's recorded session first; built once."""
+        if type(method) is not str:
+            return []  # not a request (jsonrpc.kind): nothing recorded answers it
         label = session.recorded.label if session is not None and session.recorded is not None else None
         pool = self._pools.get((label, method))
         if pool is None:
-            try:
-                pool = self._pools[(label, method)] = [a for a in self._candidates(session) if a.method == method]
-            except TypeError:  # an unhashable "method" (a client bug): no cache, no match
-                return []
+            pool = self._pools[(label, method)] = [a for a in self._candidates(session) if a.method == method]
         return pool
 
     def _candidates(self, session: LiveSession | None) -> list[Answer]:

@@ -63,10 +63,13 @@ def parse(data: bytes | str) -> Body:
 
 
 def kind(msg: JSON) -> str:
-    """request | notification | response | error | invalid, by the shape of one message."""
+    """request | notification | response | error | invalid, by the shape of one message. A method that is not a
+    string makes no request: nothing could answer it, and every reader keys calls by their method."""
     if not isinstance(msg, dict):
         return "invalid"
     if "method" in msg:
+        if type(msg["method"]) is not str:
+            return "invalid"
         return "request" if "id" in msg else "notification"
     if "result" in msg:
         return "response"
@@ -80,13 +83,13 @@ def _message_problem(msg: JSON) -> str | None:
         return f"a JSON-RPC message must be an object, not {type_name(msg)}"
     if msg.get("jsonrpc") != "2.0":
         return 'missing "jsonrpc": "2.0"'
+    if "method" in msg and not isinstance(msg["method"], str):
+        return "method must be a string"
     k = kind(msg)
     if k == "invalid":
         return "neither a request, a notification nor a response"
     if "id" in msg and not _valid_id(msg["id"], allow_null=(k == "error")):
         return f"id must be a string or an integer, not {type_name(msg['id'])}"
-    if k in ("request", "notification") and not isinstance(msg["method"], str):
-        return "method must be a string"
     if k in ("response", "error") and "result" in msg and "error" in msg:
         return "a response carries both result and error"
     if k == "error":
