@@ -34,8 +34,12 @@ class _Group(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except BrokenPipeError:
-            sys.stderr.close()  # `mcptape show tape | head`: the reader left, nothing more to say
-            raise SystemExit(0)
+            # `mcptape check tape | head -1`: the reader left, nothing more to say; but the exit code is still the
+            # one the findings call for (a pipeline with pipefail reads it). Later writes (the interpreter's own
+            # flush at exit) go nowhere instead of failing again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit((ctx.obj or {}).get("exit", 0))
         except Exception as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -59,6 +63,13 @@ def main(ctx: click.Context, debug: bool) -> None:
       mcptape show run.mcptape
     """
     ctx.ensure_object(dict)["debug"] = debug
+
+
+def _exit_with(code: int) -> int:
+    """The exit code a command's results call for, set before it prints them: a reader that leaves early (a
+    broken pipe) does not change it."""
+    click.get_current_context().find_root().ensure_object(dict)["exit"] = code
+    return code
 
 
 # -- record -------------------------------------------------------------------------------------------------------
@@ -336,6 +347,7 @@ def check(tapes, fmt, fail_on):
     from .check import report
 
     findings = list(run_check(list(tapes)))
+    code = _exit_with(1 if any(at_or_above(f.severity, fail_on) for f in findings) else 0)
     if fmt == "text":
         for line in report.text(findings, list(tapes)):
             click.echo(line)
@@ -344,8 +356,7 @@ def check(tapes, fmt, fail_on):
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
         click.echo(json_form.dumps(doc, indent=1))
-    if any(at_or_above(f.severity, fail_on) for f in findings):
-        raise SystemExit(1)
+    raise SystemExit(code)
 
 
 @main.command()
@@ -488,6 +499,7 @@ def diff_(tape_a, tape_b, fmt, ignore):
         differences = diff(tape_a, tape_b, list(ignore))
     except ValueError as e:
         raise Failure(str(e)) from None
+    code = _exit_with(1 if differences else 0)
     counts: dict[str, int] = {}
     for d in differences:
         counts[d.kind] = counts.get(d.kind, 0) + 1
@@ -500,8 +512,7 @@ def diff_(tape_a, tape_b, fmt, ignore):
             change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
             click.echo(f"{d.kind:20} {d.call}{where}{change}")
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")
-    if differences:
-        raise SystemExit(1)
+    raise SystemExit(code)
 
 
 def _short(value, width: int = 60) -> str:

@@ -83,3 +83,35 @@ def test_addons_and_help():
 @pytest.mark.parametrize("flag", ["--format=xml"])
 def test_usage_errors_exit_2(tmp_path, flag):
     assert run_mcptape("show", str(tmp_path / "x"), flag).returncode == 2
+
+
+def _many_findings(path) -> str:
+    from mcptape.tape import records
+    from mcptape.tape.file import Writer
+
+    with Writer(path, records.header(0.0, "test")) as writer:
+        for i in range(5000):  # far more output than a pipe holds: the writer meets the closed pipe
+            writer.write(records.stdio_line(float(i), records.S2C, b"not json"))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [["check"], ["diff", "EMPTY"]])
+def test_a_reader_that_leaves_early_does_not_change_the_exit_code(tmp_path, command):
+    """`mcptape check tape | head -1` under pipefail: the findings still exit 1, quietly."""
+    import subprocess
+
+    from .conftest import MCPTAPE
+
+    tape = _many_findings(tmp_path / "many.mcptape")
+    if command[0] == "diff":
+        from mcptape.tape import records
+        from mcptape.tape.file import Writer
+
+        Writer(tmp_path / "empty.mcptape", records.header(0.0, "test")).close()
+        command = ["diff", str(tmp_path / "empty.mcptape")]
+    proc = subprocess.Popen([MCPTAPE, *command, tape], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    _, err = proc.communicate(timeout=60)
+    assert first and proc.returncode == 1, (first, err)
+    assert b"Traceback" not in err and b"Broken pipe" not in err, err
