@@ -536,11 +536,21 @@ def import_(source, output, force):
     from .tape import json_form
     from .tape.file import Writer
 
+    from .tape.file import MAGIC
+
     try:
-        with open(source, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise Failure(f"cannot read {source}: {getattr(e, 'strerror', None) or e}") from None
+        with open(source, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Failure(f"cannot read {source}: {e.strerror}") from None
+    if data.startswith(MAGIC[:7]):
+        raise Failure(f"{source} is already a tape: use it as it is (mcptape show {source}); import reads the JSON "
+                      f"that `mcptape show --format json|jsonl` writes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failure(f"{source}: not UTF-8 text (byte {e.start}); import reads the JSON that "
+                      f"`mcptape show --format json|jsonl` writes") from None
     try:
         header, items = json_form.parse_document(text)
     except ValueError as e:

@@ -20,7 +20,8 @@ EXOTIC = jsonrpc.loads(
 def sample(path: Path, n: int = 5) -> list[dict]:
     items = [records.http_request(1.0 + i, i, 0, "POST", "/mcp", [["a", "b"]], [["Host", "x"]], "sid", None, True,
                                   {"msg": EXOTIC}) for i in range(n)]
-    items.append({"kind": "http.response", "t": 9.0, "exchange": 0, "raw": b"\x00\xff binary", "problem": "x"})
+    items.append({"kind": "http.response", "t": 9.0, "exchange": 0, "status": 200, "raw": b"\x00\xff binary",
+                  "problem": "x"})
     with Writer(path, records.header(0.0, "test")) as w:
         for item in items:
             w.write(item)
@@ -114,9 +115,43 @@ def test_show_json_and_import_round_trip_on_the_command_line(tmp_path):
     assert read(tmp_path / "c.mcptape").records == read(path).records
 
 
+@pytest.mark.parametrize("change, message", [
+    ({"status": "200"}, "record 1: http.response field status must be an integer, not a string (\"200\")"),
+    ({"session": 123}, "record 1: http.response field session must be a string or null, not a number (123)"),
+    ({"kind": "http.reply"}, "record 1: unknown kind 'http.reply' (kinds: header, capture.start"),
+    ({"exchange": None}, "record 1: http.response field exchange must be an integer, not null"),
+    ({"headers": [["a"]]}, "record 1: http.response field headers must be a list of [name, value] pairs"),
+    ({"dir": "up"}, "record 1: http.response field dir must be c2s or s2c"),
+    ({"t": True}, "record 1: http.response field t must be"),
+])
+def test_import_names_the_bad_record_and_field(tmp_path, change, message):
+    path = tmp_path / "a.mcptape"
+    sample(path, 1)
+    doc = jsonrpc.loads(run_mcptape("show", str(path), "--format", "json").stdout)  # exact numbers
+    doc["records"][1].update(change)
+    (tmp_path / "bad.json").write_text(json_form.dumps(doc))
+    result = run_mcptape("import", str(tmp_path / "bad.json"), "-o", str(tmp_path / "out.mcptape"))
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out.mcptape").exists()
+
+
+def test_import_says_what_a_tape_or_a_cut_off_file_is(tmp_path):
+    path = tmp_path / "a.mcptape"
+    sample(path)
+    result = run_mcptape("import", str(path), "-o", str(tmp_path / "out.mcptape"))
+    assert result.returncode == 2 and "is already a tape" in result.stderr
+    for fmt in ("json", "jsonl"):
+        text = run_mcptape("show", str(path), "--format", fmt).stdout
+        (tmp_path / f"cut.{fmt}").write_text(text[: len(text) * 2 // 3])
+        result = run_mcptape("import", str(tmp_path / f"cut.{fmt}"), "-o", str(tmp_path / "out.mcptape"))
+        assert result.returncode == 2 and "cut off" in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.mcptape").exists()
+
+
 @pytest.mark.parametrize("content, message", [
     ("", "empty"), ("{\"mcptape\": 9, \"header\": {}, \"records\": []}", "format 9"),
-    ("[1, 2]", "expected"), ('{"mcptape": 1, "header": {}, "records": [{"kind": "x", "raw_b64": "!!"}]}', "base64"),
+    ("[1, 2]", "expected"), ('{"mcptape": 1, "header": {"kind": "header", "format": 1}, "records": [{"kind": "x", "raw_b64": "!!"}]}', "base64"),
 ])
 def test_import_rejects_bad_input_with_one_line(tmp_path, content, message):
     (tmp_path / "bad.json").write_text(content)

@@ -15,6 +15,7 @@ from typing import Any
 import simplejson
 
 from ..wire import jsonrpc
+from . import records
 from .file import FORMAT, Record
 
 
@@ -47,42 +48,47 @@ def dumps(value: Any, indent: int | None = None) -> str:
         return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
 
 
-def document(header: Record, records: Iterable[Record]) -> Record:
+def document(header: Record, items: Iterable[Record]) -> Record:
     return {
         "mcptape": FORMAT,
         "header": record_to_json(header, None),
-        "records": [record_to_json(r, seq) for seq, r in enumerate(records)],
+        "records": [record_to_json(r, seq) for seq, r in enumerate(items)],
     }
 
 
-def lines(header: Record, records: Iterable[Record]) -> Iterator[str]:
+def lines(header: Record, items: Iterable[Record]) -> Iterator[str]:
     yield dumps({"mcptape": FORMAT, "header": record_to_json(header, None)})
-    for seq, record in enumerate(records):
+    for seq, record in enumerate(items):
         yield dumps(record_to_json(record, seq))
 
 
 def parse_document(text: str) -> tuple[Record, list[Record]]:
-    """Read either JSON form back. Raises ValueError with a one-line reason."""
+    """Read either JSON form back, each record checked against its kind's fields. Raises ValueError with a
+    one-line reason that names the record (its seq) and the field."""
     stripped = text.lstrip()
     if not stripped:
         raise ValueError("the file is empty")
     try:
         doc = jsonrpc.loads(stripped)
         items = None
-    except ValueError:
-        doc, items = None, stripped.splitlines()
+    except ValueError as e:
+        items = stripped.splitlines()
+        if not _is_jsonl_header(items[0]):
+            raise ValueError(_where(e, stripped)) from None
+        doc = None
     if doc is not None:
         if not isinstance(doc, dict) or "header" not in doc or not isinstance(doc.get("records"), list):
             raise ValueError('expected {"mcptape": …, "header": {…}, "records": […]}')
         _check_format(doc)
-        return record_from_json(doc["header"]), [_record(r, i) for i, r in enumerate(doc["records"])]
+        return _header(doc["header"]), [_record(r, i) for i, r in enumerate(doc["records"])]
     assert items is not None
     first = _line(items[0], 1)
     if not isinstance(first, dict) or "header" not in first:
         raise ValueError('line 1: expected {"mcptape": …, "header": {…}}')
     _check_format(first)
-    records = [_record(_line(line, n), n - 2) for n, line in enumerate(items[1:], start=2) if line.strip()]
-    return record_from_json(first["header"]), records
+    last = len(items)
+    found = [_record(_line(line, n, n == last), n - 2) for n, line in enumerate(items[1:], start=2) if line.strip()]
+    return _header(first["header"]), found
 
 
 def _check_format(doc: Record) -> None:
@@ -90,17 +96,50 @@ def _check_format(doc: Record) -> None:
         raise ValueError(f"tape format {doc.get('mcptape')!r} is not supported (this mcptape reads {FORMAT})")
 
 
-def _line(text: str, n: int) -> Any:
+def _is_jsonl_header(line: str) -> bool:
+    try:
+        first = jsonrpc.loads(line)
+    except ValueError:
+        return False
+    return isinstance(first, dict) and "header" in first
+
+
+def _where(error: ValueError, text: str) -> str:
+    """Where a JSON document broke: a document cut off (the file ends inside it) says so."""
+    if not isinstance(error, json.JSONDecodeError):
+        return f"not JSON: {error}"
+    if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):  # ran off the end
+        return (f"the JSON is cut off at line {error.lineno} (the file ends before the document does): "
+                f"was it copied or saved whole?")
+    return f"not JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+
+
+def _line(text: str, n: int, last: bool = False) -> Any:
     try:
         return jsonrpc.loads(text)
     except ValueError as e:
+        if last and isinstance(e, json.JSONDecodeError) and (
+                e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")):
+            raise ValueError(f"line {n} is cut off (the file ends inside it)") from None
         raise ValueError(f"line {n}: {e}") from None
+
+
+def _header(value: Any) -> Record:
+    if not isinstance(value, dict) or value.get("kind") != records.HEADER:
+        raise ValueError('the header must be an object with "kind": "header"')
+    header = record_from_json(value)
+    if (wrong := records.problem(header)) is not None:
+        raise ValueError(f"the header: {wrong}")
+    return header
 
 
 def _record(value: Any, index: int) -> Record:
     if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
         raise ValueError(f"record {index}: expected an object with a kind")
     try:
-        return record_from_json(value)
+        record = record_from_json(value)
     except (ValueError, TypeError) as e:
         raise ValueError(f"record {index}: raw_b64 is not base64 ({e})") from None
+    if (wrong := records.problem(record)) is not None:
+        raise ValueError(f"record {index}: {wrong}")
+    return record

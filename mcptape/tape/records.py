@@ -7,6 +7,7 @@ position in the tape (0 = first record after the header); it is derived on readi
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from ..wire import jsonrpc
@@ -24,9 +25,10 @@ END = "end"  # how an exchange ended
 STDIO_LINE = "stdio.line"  # one line on the server's stdin (c2s) or stdout (s2c)
 STDIO_STDERR = "stdio.stderr"  # one line the server wrote to stderr (not protocol; kept as text)
 STDIO_EXIT = "stdio.exit"  # the server process ended: exit code or signal
+STDIO_EOF = "stdio.eof"  # a stdio stream closed: the client closed the server's stdin (c2s), or the server its stdout
 EDIT = "edit"  # an edit fired: what mcptape changed; the records it changed carry `injected`
 KINDS = (HEADER, CAPTURE_START, CAPTURE_STOP, HTTP_REQUEST, HTTP_RESPONSE, SSE_EVENT, END, STDIO_LINE, STDIO_STDERR,
-         STDIO_EXIT, EDIT)
+         STDIO_EXIT, STDIO_EOF, EDIT)
 
 C2S, S2C = "c2s", "s2c"
 
@@ -38,6 +40,83 @@ UPSTREAM_UNREACHABLE = "upstream-unreachable"
 PROXY_STOPPED = "proxy-stopped"
 PROXY_ERROR = "proxy-error"
 END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHABLE, PROXY_STOPPED, PROXY_ERROR)
+
+
+# The fields each kind carries and their types, as the README's format table gives them: what `import` checks a
+# record against before it becomes part of a tape (a tape mcptape wrote has them by construction). A field marked
+# required is one every reader relies on; the others are checked when present.
+_NUMBER = (int, float, Decimal)
+_TEXT = (str,)
+_MAYBE_TEXT = (str, type(None))
+_INT = (int,)
+_ANY = (object,)
+_BODY = {"msg": _ANY, "raw": (bytes,), "problem": _TEXT}
+_EXCHANGE = {"exchange": _INT}
+FIELDS: dict[str, tuple[dict[str, tuple], dict[str, tuple]]] = {  # kind -> (required, optional)
+    HEADER: ({"format": _INT}, {"tool": _TEXT}),
+    CAPTURE_START: ({}, {"tool": _TEXT, "source": (dict,), "redaction": (dict,)}),
+    CAPTURE_STOP: ({}, {"reason": _TEXT}),
+    HTTP_REQUEST: ({**_EXCHANGE, "method": _TEXT, "path": _TEXT},
+                   {"conn": (int, type(None)), "dir": _TEXT, "query": (list,), "headers": (list,),
+                    "session": _MAYBE_TEXT, "protocol_version": _MAYBE_TEXT, "mcp": (bool,), **_BODY}),
+    HTTP_RESPONSE: ({**_EXCHANGE, "status": _INT},
+                    {"dir": _TEXT, "reason": _TEXT, "headers": (list,), "session": _MAYBE_TEXT, **_BODY}),
+    SSE_EVENT: (_EXCHANGE, {"dir": _TEXT, "id": _TEXT, "event": _TEXT, "retry": _INT, "comments": (list,),
+                            "data": _TEXT, "session": _MAYBE_TEXT, "rewritten_to": _TEXT, **_BODY}),
+    END: ({**_EXCHANGE, "reason": _TEXT}, {"detail": _TEXT}),
+    STDIO_LINE: ({"dir": _TEXT}, {"partial": (bool,), **_BODY}),
+    STDIO_STDERR: ({}, {"text": _TEXT, "raw": (bytes,), "problem": _TEXT}),
+    STDIO_EXIT: ({}, {"code": (int, type(None)), "signal": _TEXT, "error": _TEXT}),
+    STDIO_EOF: ({"dir": _TEXT}, {}),
+    EDIT: ({}, {"edits": (list,), "detail": _TEXT, "exchange": _INT, "request_id": _ANY, "withheld": _ANY}),
+}
+_COMMON = {"t": _NUMBER, "injected": (bool,)}
+DIRECTIONS = (C2S, S2C)
+_PAIRS = ("query", "headers")
+
+
+def problem(record: Any) -> str | None:
+    """Why a record does not fit its kind (unknown kind, a field missing or of the wrong type), or None."""
+    if not isinstance(record, dict):
+        return f"a record must be an object, not {jsonrpc.type_name(record)}"
+    kind = record.get("kind")
+    if kind not in FIELDS:
+        return f"unknown kind {kind!r} (kinds: {', '.join(FIELDS)})"
+    required, optional = FIELDS[kind]
+    for name in required:
+        if name not in record:
+            return f"{kind} has no {name}"
+    if "t" not in record and kind != HEADER:
+        return f"{kind} has no t"
+    for name, value in record.items():
+        wanted = required.get(name) or optional.get(name) or _COMMON.get(name)
+        if wanted is None or wanted is _ANY:
+            continue
+        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+            names = " or ".join(_TYPE_NAMES.get(w, w.__name__) for w in wanted if w is not Decimal)
+            return f"{kind} field {name} must be {names}, not {jsonrpc.type_name(value)} ({_short(value)})"
+    if "dir" in record and record["dir"] not in DIRECTIONS:
+        return f"{kind} field dir must be c2s or s2c, not {_short(record['dir'])}"
+    for name in _PAIRS:
+        pairs = record.get(name) or []
+        if not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                   for p in pairs):
+            return f"{kind} field {name} must be a list of [name, value] pairs of strings"
+    return None
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", list: "an array",
+               dict: "an object", bytes: "bytes (raw_b64)", type(None): "null"}
+
+
+def _short(value: Any) -> str:
+    from .json_form import dumps
+
+    try:
+        text = dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def header(t: float, tool: str) -> Record:
@@ -163,6 +242,12 @@ def stdio_stderr(t: float, line: bytes) -> Record:
         return {"kind": STDIO_STDERR, "t": t, "text": line.decode("utf-8")}
     except UnicodeDecodeError:
         return {"kind": STDIO_STDERR, "t": t, "raw": line, "problem": "not UTF-8"}
+
+
+def stdio_eof(t: float, direction: str) -> Record:
+    """A stdio stream reached its end: c2s, the client closed the server's stdin (it left); s2c, the server
+    closed its stdout."""
+    return {"kind": STDIO_EOF, "t": t, "dir": direction}
 
 
 def stdio_exit(t: float, code: int | None, signal: str | None = None, error: str | None = None) -> Record:
