@@ -64,6 +64,7 @@ class Exchange:
     end: str | None = None
     injected: bool = False
     calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
+    mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
 
 
 @dataclass(slots=True)
@@ -257,7 +258,7 @@ class Model:
             session = self.session(f"stateless:{self.tape}:conn{r.get('conn')}", STATELESS)
             session.version = version
         ex = Exchange(r.get("exchange"), seen.seq, seen.t, r.get("method", ""), r.get("conn"), session, sent, version,
-                      headers, r.get("msg"), injected=bool(r.get("injected")))
+                      headers, r.get("msg"), injected=bool(r.get("injected")), mcp=r.get("mcp", True))
         if ex.method == "GET":
             ex.last_event_id = http.get(headers, http.LAST_EVENT_ID)
         self._exchanges[ex.number] = ex

@@ -280,3 +280,37 @@ def test_a_cancelled_http_call_answered_by_the_sdk(demo_server, record):
     report = check(rec.tape)
     assert "response-after-cancel" in rules(report)
     assert serious(report) == []
+
+
+def test_a_json_body_that_is_not_json_rpc_is_flagged_with_the_http_clause(demo_server, record):
+    """Before a session exists and inside one: both bodies are reported, with the Streamable HTTP clause (not the
+    stdio one)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    rec = record(demo_server())
+    split = urlsplit(rec.url)
+
+    def post(body: bytes, session: str | None = None) -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        conn.request("POST", split.path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        return response
+
+    post(b'{"hello": "before any session"}')
+    session = post(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+                   b'"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}').getheader("mcp-session-id")
+    assert session
+    post(b'{"hello": "inside the session"}', session)
+    rec.stop()
+    malformed = [f for f in check(rec.tape)["findings"] if f["rule"] == "malformed-message" and f["dir"] == "c2s"]
+    assert len(malformed) == 2, malformed
+    assert [f["session"] for f in malformed] == [None, session]
+    for finding in malformed:
+        assert "Streamable HTTP" in finding["spec"] and "stdio" not in finding["spec"], finding
+        assert finding["message"] == 'http.request: missing "jsonrpc": "2.0"'

@@ -154,17 +154,21 @@ class Messages(Observer):
                                    f"a response (id {subject.get('id')!r}) on the GET stream, which is not a resumed "
                                    f"stream", spec.GET_STREAM, request_id=subject.get("id"))
             elif note == "malformed" and subject and self._protocol_channel(seen):
-                yield about_record("malformed-message", "error" if r["kind"] == records.STDIO_LINE else "warning",
-                                   seen, f"{r['kind']}: {subject}", spec.MALFORMED)
+                kind = r["kind"]
+                clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
+                          spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
+                yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning", seen,
+                                   f"{kind}: {subject}", clause)
 
     @staticmethod
     def _protocol_channel(seen: Seen) -> bool:
-        """Records that must carry JSON-RPC: not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
+        """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
+        event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
         kind = seen.record["kind"]
         if kind == records.STDIO_LINE:
             return True
         ex = seen.exchange
-        if ex is None or seen.session is None:
+        if ex is None or not ex.mcp:
             return False
         if kind == records.HTTP_RESPONSE:
             return ex.status is not None and 200 <= ex.status < 300 and ex.status != 202

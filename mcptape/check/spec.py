@@ -27,8 +27,13 @@ SESSION_HEADER = ('2025-11-25 Transports › Streamable HTTP › Session Managem
                   'MCP-Session-Id header on all of their subsequent HTTP requests"')
 VERSION_HEADER = ('2025-11-25 Transports › Streamable HTTP › Protocol Version Header: "the client MUST include the '
                   'MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests"')
-MALFORMED = ('2025-11-25 Basic › Messages: JSON-RPC 2.0 messages; Transports › stdio: "The server MUST NOT write '
-             'anything to its stdout that is not a valid MCP message"')
+MALFORMED_STDIO = ('2025-11-25 Transports › stdio: "The server MUST NOT write anything to its stdout that is not a '
+                   'valid MCP message"; "The client MUST NOT write anything to the server\'s stdin that is not a valid '
+                   'MCP message"')
+MALFORMED_HTTP = ('2025-11-25 Transports › Streamable HTTP › Sending Messages to the Server: the body of a POST "MUST '
+                  'be a single JSON-RPC request, notification, or response"')
+MALFORMED_MESSAGE = ('2025-11-25 Basic › Messages: every message is a JSON-RPC 2.0 request, response or notification '
+                     '("jsonrpc": "2.0", a string or integer id, a method, a result or an error)')
 ACCEPTED_202 = ('2025-11-25 Transports › Streamable HTTP › Sending Messages to the Server: "If the input is a JSON-RPC '
                 'request, the server MUST either return Content-Type: text/event-stream … or Content-Type: '
                 'application/json"; 202 Accepted is for notifications and responses')
