@@ -326,3 +326,37 @@ def test_a_legacy_answer_that_overtook_its_202_is_still_replayed(tmp_path):
         w.write(r.end(0.6, 1, r.COMPLETE))
     [post] = [a for a in load(str(tape)).answers if a.method == "initialize"]
     assert [e["msg"] for e in post.channel] == [result]
+
+
+def test_ping_is_answered_though_the_tape_holds_none(stdio_tape, demo_server, record):
+    """Every revision before 2026-07-28 has ping, and "the receiver MUST respond promptly": over stdio and HTTP."""
+    from mcp import Client
+
+    assert not any(r.get("msg", {}).get("method") == "ping" for r in read(stdio_tape).records
+                   if isinstance(r.get("msg"), dict))
+
+    async def pings(target) -> list:
+        async with Client(target, mode="legacy") as client:  # the SDK pings only in the handshake eras
+            return [await client.send_ping(), await client.send_ping()]
+
+    answers = anyio.run(pings, StdioServerParameters(command=MCPTAPE, args=["replay", stdio_tape, "--stdio"]))
+    assert len(answers) == 2
+    tape, _ = recorded_session(demo_server, record, "legacy")
+    with replaying(str(tape)) as url:
+        assert len(anyio.run(pings, url)) == 2
+
+
+def test_a_miss_names_the_closest_message_of_its_own_kind(tmp_path):
+    """A request never comes closest to a notification (a miss's error names a recorded request)."""
+    from mcptape.replay.recorded import load
+    from mcptape.replay.serve import Replayer
+    from mcptape.tape import records
+    from mcptape.tape.file import Writer
+
+    path = tmp_path / "t.mcptape"
+    with Writer(path, records.header(0.0, "test")) as writer:
+        for line in (INIT, {"jsonrpc": "2.0", "method": "tools/call"}, call(2, "add", {"a": 1, "b": 2})):
+            writer.write(records.stdio_line(1.0, records.C2S, json.dumps(line).encode()))
+    replayer = Replayer(load(str(path)))
+    outcome = replayer.answer(call(5, "add", {"a": 9}), replayer.open_session())
+    assert "closest: record 2 tools/call" in outcome.body["error"]["message"], outcome.body

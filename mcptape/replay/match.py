@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..wire import pointer
+from ..wire import jsonrpc, pointer
 from .recorded import Answer
 
 VOLATILE_META = ("progressToken", "traceparent", "tracestate", "baggage")
@@ -57,10 +57,11 @@ def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -
     from deepdiff import DeepDiff
 
     wanted = normalize(live, ignore)
+    kind = jsonrpc.kind(live)
     best, best_diff, best_size = None, {}, None
     for answer in candidates:
-        if answer.request is None:
-            continue
+        if jsonrpc.kind(answer.request) != kind:
+            continue  # a request is never "closest" to a notification, nor the other way
         diff = DeepDiff(normalize(answer.request, ignore), wanted, verbose_level=2).to_dict()
         size = sum(len(v) if isinstance(v, (dict, list, set)) else 1 for v in diff.values())
         size += 0 if answer.method == live.get("method") else 1000

@@ -88,6 +88,7 @@ class RecordedSession:
     answers: list[Answer] = field(default_factory=list)
     initialize: Answer | None = None
     dead_status: int | None = None  # what the server answered an unknown/ended session with, when the tape shows it
+    version: str | None = None  # the protocol revision it negotiated
 
 
 @dataclass
@@ -96,6 +97,7 @@ class Recording:
     answers: list[Answer]  # every answer, in tape order
     paths: set[str]  # HTTP paths the MCP traffic used
     entry: str  # the path a client starts at (the MCP endpoint, or a legacy server's SSE path)
+    version: str | None = None  # the revision the tape's traffic negotiated first
 
 
 class _Collect(Observer):
@@ -105,6 +107,7 @@ class _Collect(Observer):
         self.sessions: dict[str, RecordedSession] = {}
         self.stdio_open: dict[Any, Answer] = {}
         self.paths: set[str] = set()
+        self.model_sessions: list[tuple[RecordedSession, Any]] = []  # to read what the model learned of each
 
     def _session(self, seen: Seen) -> RecordedSession | None:
         s = seen.session
@@ -113,6 +116,7 @@ class _Collect(Observer):
         found = self.sessions.get(s.label)
         if found is None:
             found = self.sessions[s.label] = RecordedSession(s.label, s.transport)
+            self.model_sessions.append((found, s))
         return found
 
     def record(self, seen: Seen, model: Model) -> None:
@@ -222,9 +226,12 @@ def load(path: str) -> Recording:
     for _ in model.finish():
         pass
     entry = collect.answers[0].path if collect.answers else "/mcp"
-    for session in collect.sessions.values():
+    for session, seen in collect.model_sessions:
+        session.version = seen.version
         _place_standalone_events(session)
-    return Recording(list(collect.sessions.values()), collect.answers, collect.paths, entry)
+    versions = [s.version for s in collect.sessions.values() if s.version]
+    return Recording(list(collect.sessions.values()), collect.answers, collect.paths, entry,
+                     versions[0] if versions else None)
 
 
 def _place_standalone_events(session: RecordedSession) -> None:
