@@ -165,7 +165,7 @@ class Model:
             records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
             records.HTTP_RESPONSE: self._http_response, records.SSE_EVENT: self._sse_event,
             records.END: self._http_end, records.STDIO_LINE: self._stdio, records.STDIO_STDERR: self._stdio,
-            records.STDIO_EXIT: self._stdio,
+            records.STDIO_EXIT: self._stdio, records.EDIT: self._edit,
         }
         watching = [o for o in observers if type(o).record is not Observer.record]
         self._record_observers = {kind: [o for o in watching if o.kinds is None or kind in o.kinds]
@@ -324,14 +324,29 @@ class Model:
             ex.session.ended = True
         ex.headers, ex.msg = [], None  # see Exchange
 
+    def _stdio_session(self) -> Session:
+        return self.session(f"stdio:{self.tape}#{self._run or 1}", STDIO)  # each recording run is a new process
+
     def _stdio(self, seen: Seen, settled: list[Call]) -> None:
-        session = self.session(f"stdio:{self.tape}#{self._run or 1}", STDIO)
-        seen.session = session
+        session = seen.session = self._stdio_session()
         r = seen.record
         if r["kind"] == records.STDIO_EXIT:
             session.ended = True
         elif "msg" in r:
             self._messages(seen, session, r.get("dir", records.C2S), r["msg"], None, settled)
+
+    def _edit(self, seen: Seen, settled: list[Call]) -> None:
+        """An edit fired: what it touched rests on it (an exchange, from here on; a stdio request, whatever becomes
+        of it), so a finding about it is never blamed on a real peer."""
+        r = seen.record
+        ex = self._exchanges.get(r.get("exchange"))
+        if ex is not None:
+            ex.injected = True
+            seen.exchange, seen.session = ex, ex.session
+        elif "request_id" in r:
+            call = self._calls.get((id(self._stdio_session()), records.C2S, jsonrpc.id_key(r["request_id"])))
+            if call is not None:
+                call.injected = True
 
     # -- messages --------------------------------------------------------------------------------------------------
 

@@ -277,6 +277,9 @@ def test_stream_edits(tapes, tmp_path):
                            "sent the final response malformed (wrong-id)", "sent the final response malformed "
                            "(truncate)", "reset the connection"]
     assert {r["exchange"] for r in injected} >= {e["exchange"] for e in edits_logged}
+    blamed = [f for f in findings(log) if f["severity"] in ("error", "warning")]
+    assert any(f["rule"] == "unanswered-request" and f["request_id"] == 9 for f in blamed)  # the reset one
+    assert all(f["injected"] for f in blamed), [f for f in blamed if not f["injected"]]
 
 
 @pytest.mark.parametrize("tape", ["sse", "plain"])
@@ -515,6 +518,10 @@ def test_live_stdio_edits(tmp_path):
     answered = [r["msg"].get("id") for r in records if r["kind"] == "stdio.line" and r["dir"] == "s2c"
                 and isinstance(r.get("msg"), dict)]
     assert 2 not in answered and answered[-2:] == [8, 7]  # the tape says what the client got, in its order
+    # the real server answered 2 and 6: what the client never got (or got with a wrong id) rests on the edits
+    blamed = [f for f in findings(tape) if f["severity"] in ("error", "warning")]
+    assert {f["request_id"] for f in blamed if f["rule"] == "unanswered-request"} == {2, 6}
+    assert all(f["injected"] for f in blamed), [f for f in blamed if not f["injected"]]
 
 
 

@@ -80,7 +80,7 @@ class HttpCapture:
         redacted_query = self.redactor.query(query)
         session = http.get(redacted, http.SESSION_ID)
         if session is None and path in self._legacy_paths:
-            session = _legacy_session(redacted_query)
+            session = http.legacy_session(redacted_query)
         with_body = mcp or self.scope.record_all
         self.sink.write(records.http_request(
             t, number, conn_number, method, path, redacted_query, redacted, session,
@@ -182,7 +182,7 @@ class HttpCapture:
         self._legacy_paths.add(split.path)
         if self.scope.endpoints:
             self.scope.endpoints.add(split.path)
-        return _legacy_session(_query_pairs(split.query))
+        return http.legacy_session(_query_pairs(split.query))
 
 
 @dataclass(frozen=True)
@@ -304,14 +304,6 @@ class SSEStream:
             self.capture.sink.write(records.edit(record["t"], [e.text for e in self.editor.plan.fired],
                                                  self.editor.notes[-1], self.exchange.number,
                                                  self.editor.withheld[withheld:]))
-
-
-def _legacy_session(query: list[tuple[str, str]]) -> str | None:
-    """The SDKs name it session_id or sessionId; any query parameter about a session will do."""
-    for name, value in query:
-        if "session" in name.lower():
-            return value
-    return None
 
 
 def _query_pairs(query: str) -> list[tuple[str, str]]:

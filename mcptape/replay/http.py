@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from urllib.parse import parse_qsl
 from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
 
@@ -156,7 +155,7 @@ class HttpReplay:
         msg = jsonrpc.parse(req.body).msg if req.method == "POST" else None
         session = http.get(req.headers, http.SESSION_ID)
         if session is None and self.replayer.legacy:
-            session = dict(parse_qsl(req.target.partition("?")[2])).get("session_id")
+            session = http.legacy_session(http.query_pairs(req.target))
         plan = self.editor.plan(time.time(), msg, req.method, session)
         if plan.delay:
             self._edited(key, plan, f"delayed the response by {plan.delay:g} s")
@@ -204,7 +203,7 @@ class HttpReplay:
             if self.log is not None:
                 self.log.failed(key, time.time(), records.CLIENT_DISCONNECTED)
             return
-        live_id = dict(parse_qsl(req.target.partition("?")[2])).get("session_id", "")
+        live_id = http.legacy_session(http.query_pairs(req.target)) or ""
         session = self.replayer.sessions.get(live_id)
         channel = self._channels.get(live_id)
         if session is None or channel is None:

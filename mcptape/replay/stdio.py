@@ -47,11 +47,12 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
             plan = editor.plan(time.time(), msg) if editor is not None and msg is not None else None
             if msg is None or jsonrpc.kind(msg) != "request":
                 continue
+            request_id = msg.get("id")
             if plan and plan.delay:
-                _edited(log, plan, f"delayed the response by {plan.delay:g} s")
+                _edited(log, plan, request_id, f"delayed the response by {plan.delay:g} s")
                 time.sleep(plan.delay)
             if plan and plan.error is not None:  # ours instead of the recorded answer, which stays unused
-                _edited(log, plan, "answered with a JSON-RPC error instead")
+                _edited(log, plan, request_id, "answered with a JSON-RPC error instead")
                 write(json_form.dumps(plan.error).encode(), True)
                 continue
             outcome = replayer.answer(msg, session)
@@ -59,7 +60,8 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
             injected = bool(plan and plan.changes_events)
             if injected:
                 change = edits.edit_events(lines, plan, msg.get("id"), "")
-                _edited(log, plan, "; ".join(change.notes) or "nothing to change on this answer", change.withheld)
+                _edited(log, plan, request_id, "; ".join(change.notes) or "nothing to change on this answer",
+                        change.withheld)
                 lines = change.events
                 if plan.drop and outcome.answer is not None:
                     outcome.answer.used -= 1  # never delivered: a retry gets it
@@ -77,6 +79,6 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
         return
 
 
-def _edited(log: Writer | None, plan: edits.Plan, detail: str, withheld: list | None = None) -> None:
+def _edited(log: Writer | None, plan: edits.Plan, request_id, detail: str, withheld: list | None = None) -> None:
     if log is not None:
-        log.write(records.edit(time.time(), [e.text for e in plan.fired], detail, None, withheld or None))
+        log.write(records.edit(time.time(), [e.text for e in plan.fired], detail, None, withheld or None, request_id))

@@ -227,11 +227,16 @@ def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> 
     return record
 
 
-def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, withheld: Any = None) -> Record:
-    """`edits` as the user wrote them; `detail` what was done; `withheld` a message the client never got."""
+def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, withheld: Any = None,
+         request_id: Any = None) -> Record:
+    """`edits` as the user wrote them; `detail` what was done; `withheld` a message the client never got. Where
+    it fired: on an HTTP `exchange`, or on stdio on the request with `request_id` (so every finding about that
+    request is known to rest on the edit)."""
     record: Record = {"kind": EDIT, "t": t, "edits": edits, "detail": detail, "injected": True}
     if exchange is not None:
         record["exchange"] = exchange
+    if request_id is not None:
+        record["request_id"] = request_id
     if withheld is not None:
         record["withheld"] = withheld
     return record

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
+from urllib.parse import parse_qsl
 
 SESSION_ID = "mcp-session-id"
 PROTOCOL_VERSION = "mcp-protocol-version"
@@ -21,6 +22,21 @@ def get(headers: Iterable[tuple[str, str]], name: str) -> str | None:
         if key.lower() == name:
             return value
     return None
+
+
+def legacy_session(query: Iterable[tuple[str, str]]) -> str | None:
+    """The session of a legacy (2024-11-05) HTTP+SSE POST, which that transport puts in the endpoint's query
+    string: the Python SDK names it session_id, the TypeScript SDK sessionId; any parameter about a session will
+    do. Recording and replay both decide it here."""
+    for name, value in query:
+        if "session" in name.lower():
+            return value
+    return None
+
+
+def query_pairs(target: str) -> list[tuple[str, str]]:
+    """A request target's (or URL's) query string as (name, value) pairs, blanks kept."""
+    return parse_qsl(target.partition("?")[2].partition("#")[0], keep_blank_values=True)
 
 
 def media_type(content_type: str | None) -> str:
