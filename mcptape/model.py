@@ -40,6 +40,9 @@ class Session:
     dead: tuple[int, float, int] | None = None  # (seq, t, status) where the server declared it gone
     deleted: bool = False
     ended: bool = False  # stdio server exited, legacy channel closed
+    # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
+    # client closed the server's stdin; s2c, the server closed its stdout
+    left: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -165,7 +168,7 @@ class Model:
             records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
             records.HTTP_RESPONSE: self._http_response, records.SSE_EVENT: self._sse_event,
             records.END: self._http_end, records.STDIO_LINE: self._stdio, records.STDIO_STDERR: self._stdio,
-            records.STDIO_EXIT: self._stdio, records.EDIT: self._edit,
+            records.STDIO_EXIT: self._stdio, records.STDIO_EOF: self._stdio, records.EDIT: self._edit,
         }
         watching = [o for o in observers if type(o).record is not Observer.record]
         self._record_observers = {kind: [o for o in watching if o.kinds is None or kind in o.kinds]
@@ -332,6 +335,8 @@ class Model:
         r = seen.record
         if r["kind"] == records.STDIO_EXIT:
             session.ended = True
+        elif r["kind"] == records.STDIO_EOF:
+            session.left.setdefault(r.get("dir"), seen.seq)
         elif "msg" in r:
             self._messages(seen, session, r.get("dir", records.C2S), r["msg"], None, settled)
 

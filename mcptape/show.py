@@ -95,6 +95,8 @@ def _describe(record: Record) -> list[str]:
     if kind == records.STDIO_STDERR:
         text = record["text"] if "text" in record else f"{len(record.get('raw', b''))} raw bytes"
         return [f"stderr: {_short(text, 100)}{problem}"]
+    if kind == records.STDIO_EOF:
+        return ["stdin closed (the client left)" if record.get("dir") == records.C2S else "stdout closed by the server"]
     if kind == records.STDIO_EXIT:
         if record.get("error"):
             return [f"server did not start: {record['error']}"]

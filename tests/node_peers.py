@@ -59,6 +59,27 @@ What one run sends (seen through `mcptape record`): initialize, notifications/in
 stream, then `logging/setLevel debug` (whenever the server declares logging), then the asked method; for tools/call
 a tools/list first, then the call. No ping, and no DELETE of the session at the end (it just disconnects). The CLI
 writes ~/.mcp-inspector/ (catalog, storage): `inspector()` gives it a private HOME for the test process.
+
+Through a proxy: a reverse-proxy URL works as any URL (e.g. `mcptape record --upstream …` then
+`http://127.0.0.1:PROXYPORT/mcp` or `…/sse`; a relative SSE `endpoint` is resolved against the proxy URL). The path
+must still end in /mcp or /sse, or `--transport` be given (`…/mcp/` with a slash fails; a query string is fine).
+The CLI also honours HTTPS_PROXY / HTTP_PROXY (undici's EnvHttpProxyAgent, NO_PROXY respected, loopback proxied
+too), which is how `mcptape record --mode regular` sees it: `inspector()` drops those variables unless `env=` sets
+them.
+
+server-everything quirks (2026.8.31)
+------------------------------------
+- sse: GET /sse answers `event: endpoint` / `data: /message?sessionId=<uuid>` (query parameter `sessionId`,
+  endpoint path `/message`, relative). POST /message answers 202 with the body `Accepted` (not JSON). A POST with
+  an unknown or missing sessionId is never answered (the request hangs: only a log line). GET /sse?sessionId=unknown
+  is a 500 HTML page (TypeError).
+- streamableHttp: one session per initialize; a POST/GET/DELETE with an unknown Mcp-Session-Id is 400 ("Bad
+  Request: No valid session ID provided"), not 404. Every reply to a POST is an SSE stream with a priming event and
+  event ids (an in-memory event store: resumable). It logs to stdout, sse to stderr; both go to `ts_server.log()`.
+- stdio: once `notifications/initialized` has been received (the server then asks roots/list), it no longer exits
+  on stdin EOF; the Inspector's SDK client waits 2 s and then SIGTERMs it, so a stdio Inspector run takes ~2.5 s.
+- It reads the port from PORT (default 3001) and the transport from argv[2] (default stdio); the package's bin is
+  `mcp-server-everything` -> dist/index.js.
 """
 
 from __future__ import annotations
@@ -98,6 +119,7 @@ LOCK_TIMEOUT = 1200.0  # seconds to wait for another process's install
 START_TIMEOUT = 30.0  # seconds for a server to listen
 
 PATHS = {"streamableHttp": "/mcp", "sse": "/sse"}
+PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 
 # Preloaded into every Node process started here (NODE_OPTIONS=--require). Part of the cache key.
 LOOPBACK_PRELOAD = r"""'use strict';
@@ -253,6 +275,7 @@ def install(root: Path, pins: dict[str, str]) -> NodePeers:
             (tmp / "loopback.cjs").write_text(LOOPBACK_PRELOAD)
             (tmp / "mcptape-pins.json").write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
             check_install(layout(tmp, pins))
+            tmp.chmod(0o755)  # mkdtemp made it 0700
             os.rename(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -448,6 +471,8 @@ def inspector(target_args: list[str], method: str, *extra: str, env: dict[str, s
             "--stored-auth-only", *target]
     home = inspector_home()
     full_env = peers.env(HOME=str(home), MCP_STORAGE_DIR=str(home / "storage"), NO_COLOR="1")
+    for name in PROXY_VARS:  # the CLI routes through these (loopback too); a test that wants it passes env=
+        full_env.pop(name, None)
     full_env.update(env or {})
     proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -106,6 +106,7 @@ class StdioRecorder:
                 dst_alive = _write_all(dst, chunk)
         if pending:
             self.record(lambda t: records.stdio_line(t, direction, pending, partial=True))
+        self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
         if at_eof is not None:
             try:
                 at_eof()  # the client closed our stdin: close the server's, so it sees the end too
@@ -159,6 +160,7 @@ class StdioRecorder:
                     self._send_all(dst, out)
         if pending:
             self._send(dst, pending, functools.partial(records.stdio_line, partial=True), b"")
+        self.record(lambda t: records.stdio_eof(t, direction))
 
     def _send_all(self, dst: int, lines: list[bytes]) -> None:
         for line in lines:

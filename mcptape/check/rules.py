@@ -93,6 +93,12 @@ class Calls(Observer):
                                  "after the cancellation the request's SSE stream stayed open: the POST never completed "
                                  "at the HTTP level", spec.CANCELLATION)
             return
+        left = call.session.left.get(records.S2C if call.dir == records.C2S else records.C2S)
+        if left is not None and left < call.seq:
+            yield about_call("request-after-close", "info", call,
+                             f"the {sender} sent this request after the {receiver} had left (record {left}: "
+                             f"{_CLOSED[call.dir]}): nobody was there to answer it", spec.STDIO_SHUTDOWN)
+            return
         ended = self._ended(call)
         if ended:
             yield about_call("unanswered-request", "error", call,
@@ -108,6 +114,8 @@ class Calls(Observer):
         if session.dead or session.deleted:
             return "its session ended"
         if session.transport == STDIO:
+            if call.dir == records.S2C and records.C2S in session.left:
+                return "the client closed the server's stdin without answering it"
             return "the server process exited" if session.ended else None
         if session.transport == LEGACY_SSE or call.dir == records.S2C:
             return "the SSE channel closed" if session.ended else None
@@ -123,6 +131,9 @@ class Calls(Observer):
         if any(b <= a for a, b in zip(values, values[1:])):
             yield about_call("progress-not-increasing", "warning", call,
                              f"progress values did not increase: {values[:10]}", spec.PROGRESS)
+
+
+_CLOSED = {records.C2S: "the server closed its stdout", records.S2C: "the client closed the server's stdin"}
 
 
 class Messages(Observer):

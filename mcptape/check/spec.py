@@ -16,6 +16,8 @@ RESPONSE = ('2025-11-25 Basic › Messages › Responses: "Responses are sent in
             'Streamable HTTP: "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request '
             'sent in the POST body"')
 STDIO_RESPONSE = '2025-11-25 Basic › Messages › Requests / Responses: every request gets a response with the same id'
+STDIO_SHUTDOWN = ('2025-11-25 Basic › Lifecycle › Shutdown › stdio: the client shuts down by closing the server\'s '
+                  'stdin (then waits for it to exit); a side whose stream is closed can no longer answer')
 REQUEST_ID = ('2025-11-25 Basic › Messages › Requests: "The request ID MUST NOT have been previously used by the '
               'requestor within the same session"')
 RESPONSE_ID = '2025-11-25 Basic › Messages › Responses: "Responses MUST include the same ID as the request they correspond to"'

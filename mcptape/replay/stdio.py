@@ -76,7 +76,8 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                     while (answer := read()) is None or answer.get("id") != out.get("id") or "method" in answer:
                         pass
     except EOFError:
-        return
+        if log is not None:
+            log.write(records.stdio_eof(time.time(), records.C2S))  # the client closed our stdin
 
 
 def _edited(log: Writer | None, plan: edits.Plan, request_id, detail: str, withheld: list | None = None) -> None:
