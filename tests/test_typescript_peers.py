@@ -1,0 +1,52 @@
+"""mcptape between TypeScript peers: the reference server (server-everything) over Streamable HTTP, legacy HTTP+SSE
+and stdio, driven by the MCP Inspector's CLI. Recorded, then replayed with the server gone: the Inspector gets the
+same answers, and `check` finds nothing wrong with a clean session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcptape.replay import replaying
+
+from .conftest import MCPTAPE, run_mcptape
+from .node_peers import inspector, ts_server, ts_server_argv  # noqa: F401  (ts_server is a fixture)
+
+FLAG = {"streamableHttp": "http", "sse": "sse"}
+
+
+def conversation(target: list[str]) -> list[dict]:
+    """What a user asks the Inspector, one run each: the tools, then one call."""
+    return [inspector(target, "tools/list"),
+            inspector(target, "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=3")]
+
+
+def findings(tape) -> list[dict]:
+    result = run_mcptape("check", str(tape), "--format", "json", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["findings"]
+
+
+@pytest.mark.parametrize("transport", ["streamableHttp", "sse"])
+def test_http_record_then_replay(ts_server, record, transport):
+    rec = record(ts_server(transport))
+    recorded = conversation([rec.url, "--transport", FLAG[transport]])
+    assert rec.stop()[0] == 0
+    ts_server.stop_all()  # from here on only the tape answers
+    with replaying(str(rec.tape)) as url:
+        assert conversation([url, "--transport", FLAG[transport]]) == recorded
+    assert [f for f in findings(rec.tape) if f["severity"] == "error"] == []
+
+
+def test_stdio_record_then_replay(tmp_path):
+    argv, _ = ts_server_argv("stdio")
+    tape = tmp_path / "stdio.mcptape"
+    recorded = conversation([MCPTAPE, "record", "--append", "-o", str(tape), "--", *argv])
+    replayed = conversation([MCPTAPE, "replay", str(tape), "--stdio"])
+    assert replayed == recorded
+    found = findings(tape)
+    assert [f for f in found if f["severity"] == "error"] == []
+    # the server asks roots/list once the Inspector has closed its stdin: said, not blamed
+    late = [f for f in found if f["rule"] == "request-after-close"]
+    assert late and all(f["dir"] == "s2c" and f["severity"] == "info" for f in late), found
