@@ -545,3 +545,97 @@ def test_selectors_count_as_the_client_sent(tapes):
     assert len(fired["duplicate at=tools/call times=all"]) == 2
     assert "reset at=after:1h" not in fired and "edit 'reset at=after:1h' never fired" in out.stderr
     assert "-> answer JSON-RPC error -32603\n" in out.stdout  # the error replaces the answer: nothing else applies
+
+
+class LegacyChannel:
+    """A raw 2024-11-05 client: the GET channel read on a thread, POSTs to the endpoint it announced."""
+
+    def __init__(self, url: str) -> None:
+        import http.client
+        import queue
+        import threading
+        from urllib.parse import urljoin, urlsplit
+
+        split = urlsplit(url)
+        self.conn = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
+        self.conn.request("GET", split.path, headers={"Accept": "text/event-stream"})
+        self.response = self.conn.getresponse()
+        self.messages: queue.Queue = queue.Queue()
+        endpoint = self._next_event()
+        assert endpoint.startswith("event: endpoint"), endpoint
+        self.post_url = urljoin(url, endpoint.split("data: ", 1)[1].strip())
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _next_event(self) -> str:
+        lines = []
+        while (line := self.response.readline()) and line.strip():
+            lines.append(line.decode().rstrip("\r\n"))
+        return "\n".join(lines)
+
+    def _read(self) -> None:
+        try:
+            while event := self._next_event():
+                data = [line[6:] for line in event.splitlines() if line.startswith("data: ")]
+                if data:
+                    self.messages.put(data[0])
+        except (OSError, ValueError, AttributeError):
+            return  # closed by close(): http.client then fails in several ways
+
+    def post(self, msg: dict) -> int:
+        request = urllib.request.Request(self.post_url, data=json.dumps(msg).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as response:
+            return response.status
+
+    def next(self, timeout: float = 10) -> str:
+        return self.messages.get(timeout=timeout)
+
+    def close(self) -> None:
+        self.conn.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader (a plain close would wait for its lock)
+        self.conn.close()
+
+
+def test_live_event_edits_on_a_legacy_channel(tmp_path):
+    """2024-11-05 HTTP+SSE (the SDK's legacy server): each POST is accepted by the server (it sees every request),
+    and the answer on the session's channel is what the edit says."""
+    import queue
+
+    port = free_port()
+    server = spawn_demo(port, "--sse")
+    tape = tmp_path / "live.mcptape"
+    rec = start_recording(f"http://127.0.0.1:{port}/sse", tape, "--edit", "drop at=tools/call#1", "--edit",
+                          "duplicate at=tools/call#2", "--edit", "malformed kind=wrong-id at=tools/call#3",
+                          "--edit", "drop-event n=1 at=tools/call#4", "--edit", "delay seconds=0.4 at=tools/call#5")
+    try:
+        channel = LegacyChannel(rec.url)
+        assert channel.post(INIT) == 202
+        assert json.loads(channel.next())["id"] == 1
+        channel.post(INITIALIZED)
+        channel.post(call(2, "add", {"a": 2, "b": 3}))
+        channel.post(call(3, "add", {"a": 2, "b": 3}))
+        first = channel.next()
+        assert json.loads(first)["id"] == 3 and json.loads(channel.next()) == json.loads(first)  # 2 never came
+        channel.post(call(4, "add", {"a": 2, "b": 3}))
+        assert json.loads(channel.next())["id"] == "mcptape-wrong-id-4"
+        channel.post(call(5, "countdown", {"steps": 2}, token="p"))
+        rest = [json.loads(channel.next())]
+        while rest[-1].get("id") != 5:
+            rest.append(json.loads(channel.next()))
+        progress = [m["params"]["progress"] for m in rest if m.get("method") == "notifications/progress"]
+        assert progress == [2]  # on a channel, the call's own messages are counted: its progress, then its answer
+        started = time.monotonic()
+        channel.post(call(6, "add", {"a": 1, "b": 1}))
+        assert json.loads(channel.next())["id"] == 6 and time.monotonic() - started >= 0.4
+        with pytest.raises(queue.Empty):
+            channel.next(timeout=0.3)  # and nothing else: 2's answer stayed withheld
+        channel.close()
+    finally:
+        stop(rec.proc)
+        stop(server)
+    records = read(tape).records
+    details = [r["detail"] for r in records if r["kind"] == "edit"]
+    assert "withheld the final response" in details and "dropped SSE event 1" in details
+    withheld = next(r for r in records if r["kind"] == "edit" and r["detail"] == "withheld the final response")
+    assert withheld["withheld"][0]["id"] == 2  # the server's answer, kept in the tape
+    blamed = [f for f in findings(tape) if f["severity"] in ("error", "warning")]
+    assert all(f["injected"] for f in blamed), [f for f in blamed if not f["injected"]]

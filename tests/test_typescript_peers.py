@@ -50,3 +50,32 @@ def test_stdio_record_then_replay(tmp_path):
     # the server asks roots/list once the Inspector has closed its stdin: said, not blamed
     late = [f for f in found if f["rule"] == "request-after-close"]
     assert late and all(f["dir"] == "s2c" and f["severity"] == "info" for f in late), found
+
+
+def test_live_edits_on_a_legacy_sse_server(ts_server, record):
+    """The TypeScript server's legacy HTTP+SSE transport: its POSTs are only accepted (202) and every answer comes
+    back on the session's channel. An injected error reaches the client on that channel, as the answer to its call
+    (it does not wait for a timeout); an expired session answers its POSTs with 404."""
+    from mcptape.tape.file import read
+
+    upstream = ts_server("sse")
+    rec = record(upstream, "--edit", "error code=-32001 message=nope at=tools/call#1")
+    target = [rec.url, "--transport", "sse"]
+    with pytest.raises(AssertionError, match="nope"):
+        inspector(target, "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=3", timeout=30)
+    assert inspector(target, "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=3",
+                     timeout=30)["content"][0]["text"] == "The sum of 2 and 3 is 5."  # fired once: then the server's
+    assert rec.stop()[0] == 0
+    edits = [r for r in read(rec.tape).records if r["kind"] == "edit"]
+    assert [e["detail"] for e in edits] == ["answer JSON-RPC error -32001 (on the session's SSE channel)",
+                                            "answered with a JSON-RPC error instead"]
+    assert edits[1]["withheld"][0]["result"]  # what the server answered, kept
+    assert all(f["injected"] for f in findings(rec.tape) if f["severity"] != "info")
+
+    rec = record(upstream, "--edit", "expire-session at=tools/call#1")
+    with pytest.raises(AssertionError, match="404"):
+        inspector([rec.url, "--transport", "sse"], "tools/call", "--tool-name", "echo",
+                  "--tool-arg", "message=hi", timeout=30)
+    assert rec.stop()[0] == 0
+    edits = [r for r in read(rec.tape).records if r["kind"] == "edit"]
+    assert [e["detail"] for e in edits] == ["answered HTTP 404 instead"]

@@ -137,6 +137,10 @@ class HttpCapture:
             ))
         self._end(key, time.time(), records.COMPLETE)
 
+    def exchange_number(self, key: object) -> int | None:
+        ex = self._exchanges.get(key)
+        return ex.number if ex is not None else None
+
     def stream_of(self, key: object) -> SSEStream | None:
         """The SSE stream `response_head` opened for an exchange, if it did."""
         ex = self._exchanges.get(key)
@@ -172,6 +176,17 @@ class HttpCapture:
     def _end(self, key: object, t: float, reason: str, detail: str | None = None) -> None:
         ex = self._exchanges.pop(key)
         self._write(ex, records.end(t, ex.number, reason, detail))
+
+    def session_of(self, target: str, headers: list[tuple[str, str]]) -> str | None:
+        """The session a request carries: its Mcp-Session-Id, or on a legacy message endpoint its query's."""
+        session = http.get(headers, http.SESSION_ID)
+        if session is None and urlsplit(target).path in self._legacy_paths:
+            session = http.legacy_session(http.query_pairs(target))
+        return session
+
+    def is_legacy(self, target: str) -> bool:
+        """A POST to a legacy (2024-11-05) message endpoint: its answers come back on the session's channel."""
+        return urlsplit(target).path in self._legacy_paths
 
     def learn_endpoint(self, uri: str) -> str | None:
         """A legacy (2024-11-05) server announced where clients POST: that path is an MCP endpoint too, and its
@@ -296,14 +311,29 @@ class SSEStream:
             self._first_event_done = True
 
     def _edit(self, record: records.Record) -> None:
-        withheld = len(self.editor.withheld)
-        for sent in self.editor.feed(record):
+        editor = self.editor.editor_for(record)
+        if editor is None:  # a channel's message no edit is about: as it came (encoded anew, as the others)
+            self.capture._write(self.exchange, record)
+            self._edited += _encode(record)
+            return
+        withheld = len(editor.withheld)
+        for sent in editor.feed(record):
+            if editor is not self.editor:
+                sent = {**sent, "injected": True}  # one request's answer on a channel that carries all of them
             self.capture._write(self.exchange, sent)
-            self._edited += sse.encode(records.wire_event(sent))
-        if len(self.editor.withheld) > withheld:
-            self.capture.sink.write(records.edit(record["t"], [e.text for e in self.editor.plan.fired],
-                                                 self.editor.notes[-1], self.exchange.number,
-                                                 self.editor.withheld[withheld:]))
+            self._edited += _encode(sent)
+        if len(editor.withheld) > withheld:
+            self.capture.sink.write(records.edit(record["t"], [e.text for e in editor.plan.fired], editor.notes[-1],
+                                                 editor.exchange if editor.exchange is not None else
+                                                 self.exchange.number, editor.withheld[withheld:]))
+
+
+def _encode(record: records.Record) -> bytes:
+    """An event as the client gets it: a relocated legacy endpoint names the proxy."""
+    event = records.wire_event(record)
+    if "rewritten_to" in record:
+        event.data = record["rewritten_to"]
+    return sse.encode(event)
 
 
 def _query_pairs(query: str) -> list[tuple[str, str]]:

@@ -94,6 +94,7 @@ class Recorder:
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
+        self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
 
@@ -145,13 +146,16 @@ class Recorder:
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
-    def request(self, flow: mhttp.HTTPFlow) -> None:
+    async def request(self, flow: mhttp.HTTPFlow) -> None:
         self._record_request(flow)
         if self.editor is not None:
             try:
-                self._edit_request(flow)
+                delay = self._edit_request(flow)
             except Exception as e:
                 logger.error(f"mcptape: applying an edit failed: {type(e).__name__}: {e}")
+                return
+            if delay:
+                await asyncio.sleep(delay)  # the server gets the request late, so its answer comes late
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
@@ -161,13 +165,17 @@ class Recorder:
             flow.request.path, _headers(flow.request.headers), body, problem,
         )
 
-    def _edit_request(self, flow: mhttp.HTTPFlow) -> None:
-        """Decide the edits for a request; answer it ourselves when an edit says so (the server never sees it)."""
+    def _edit_request(self, flow: mhttp.HTTPFlow) -> float:
+        """Decide the edits for a request; answer it ourselves when an edit says so (the server never sees it).
+        Returns how long to hold the request before it goes on (a delay on a legacy channel's answer)."""
         msg = jsonrpc.parse(_content(flow.request)[0]).msg if flow.request.method == "POST" else None
-        plan = self.editor.plan(time.time(), msg, flow.request.method, flow.request.headers.get(http.SESSION_ID))
+        session = self.capture.session_of(flow.request.path, _headers(flow.request.headers))
+        plan = self.editor.plan(time.time(), msg, flow.request.method, session)
         if not plan:
-            return
+            return 0.0
         flow.metadata[PLAN] = plan
+        if plan.status is None and not plan.reset and self.capture.is_legacy(flow.request.path):
+            return self._edit_on_channel(flow, plan, msg, session)
         if plan.reset:
             self._edited(flow, "reset the connection")
             flow.kill()
@@ -182,6 +190,26 @@ class Recorder:
             self._edited(flow, "answered with a JSON-RPC error instead")
         elif plan.delay or plan.changes_events:
             self._edited(flow, edits.describe(plan))
+        return 0.0
+
+    def _edit_on_channel(self, flow: mhttp.HTTPFlow, plan: edits.Plan, msg, session: str | None) -> float:
+        """Legacy HTTP+SSE: the POST is only accepted (202), its answer comes back on the session's channel. The
+        POST goes on to the server (which sees the request), the answer is changed as it passes on the channel,
+        and a delay holds the POST, so the server answers late. mitmproxy cannot put a message into a stream on
+        its own, so an answer is only ever changed, never made up."""
+        channel = self._channels.get(session)
+        if plan.error is not None or plan.changes_events:
+            if channel is None or jsonrpc.kind(msg) != "request":
+                self.editor.not_applied(plan, ("error", "drop", "drop-event", "duplicate", "malformed"),
+                                        "the legacy session's SSE channel was not seen, so its answers cannot be "
+                                        "edited" if channel is None else "it selected a message that gets no answer")
+                plan.error, plan.drop, plan.drop_event, plan.duplicate, plan.malformed = None, False, None, False, None
+            else:
+                channel.expect(msg, plan, self.capture.exchange_number(flow.id))
+        if plan.delay or plan.error is not None or plan.changes_events:
+            self._edited(flow, edits.describe(plan) + " (on the session's SSE channel)")
+        del flow.metadata[PLAN]  # nothing to do on the POST's own 202
+        return plan.delay
 
     def _edited(self, flow: mhttp.HTTPFlow, detail: str, withheld: list | None = None) -> None:
         if self.capture is not None:
@@ -211,7 +239,14 @@ class Recorder:
             if not stream.edit(edits.StreamEditor(plan, _request_id(flow))):
                 self.editor.not_applied(plan, ("drop", "drop-event", "duplicate", "malformed"),
                                         "the event stream is compressed; mcptape cannot edit it live")
+        elif (self.editor is not None and flow.request.method == "GET"
+              and http.SESSION_ID not in flow.request.headers):
+            # a GET stream outside any Streamable HTTP session: a legacy channel, once its endpoint event says so
+            stream.edit(edits.ChannelEditor(self._channel_opened))
         flow.response.stream = _Tap(stream)
+
+    def _channel_opened(self, session: str, channel: edits.ChannelEditor) -> None:
+        self._channels[session] = channel
 
     async def response(self, flow: mhttp.HTTPFlow) -> None:
         plan: edits.Plan | None = flow.metadata.get(PLAN)

@@ -139,16 +139,11 @@ class StdioRecorder:
                     self._send(dst, line, records.stdio_line)
                     continue
                 texts, request_id = [e.text for e in plan.fired], msg.get("id")
-                if plan.error is not None:
-                    self.record(lambda t: records.edit(t, texts, "answered with a JSON-RPC error instead", None, [msg],
-                                                       request_id))
-                    out = [json_form.dumps({**plan.error, "id": request_id}).encode()]
-                else:
-                    editor = StreamEditor(plan, request_id)
-                    sent = editor.feed({"msg": msg})
-                    notes = "; ".join(editor.notes) or "nothing to change on this answer"
-                    self.record(lambda t: records.edit(t, texts, notes, None, editor.withheld or None, request_id))
-                    out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode() for e in sent]
+                editor = StreamEditor(plan, request_id)
+                sent = editor.feed({"msg": msg})
+                notes = "; ".join(editor.notes) or "nothing to change on this answer"
+                self.record(lambda t: records.edit(t, texts, notes, None, editor.withheld or None, request_id))
+                out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode() for e in sent]
                 if plan.delay:
                     self.record(lambda t: records.edit(t, texts, f"delayed the response by {plan.delay:g} s",
                                                        request_id=request_id))

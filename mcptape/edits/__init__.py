@@ -5,9 +5,9 @@ replay/stdio.py) and by the live proxy (capture/mitm.py).
 """
 
 from .decide import SESSION_NOT_FOUND, Editor, Plan, describe, dry_run
-from .events import StreamEditor, edit_events, final_response, malform
+from .events import ChannelEditor, StreamEditor, edit_events, final_response, malform
 from .language import ACTIONS, Edit, EditError, Selector, check_transport, parse, parse_file
 
-__all__ = ["ACTIONS", "SESSION_NOT_FOUND", "Edit", "EditError", "Editor", "Plan", "Selector", "StreamEditor",
+__all__ = ["ACTIONS", "SESSION_NOT_FOUND", "ChannelEditor", "Edit", "EditError", "Editor", "Plan", "Selector", "StreamEditor",
            "check_transport", "describe", "dry_run", "edit_events", "final_response", "malform", "parse",
            "parse_file"]

@@ -3,6 +3,7 @@ sent twice or malformed; a stream closed early for a resume."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,20 +30,29 @@ def malform(msg: dict, kind: str) -> str:
 
 class StreamEditor:
     """The event-level edits of one response, applied event by event as the events pass (live, or replayed):
-    `feed` takes one SSE event record (or a stdio message as {"msg": …}) and returns what the client gets instead."""
+    `feed` takes one SSE event record (or a stdio message as {"msg": …}) and returns what the client gets instead.
+    `exchange`: the HTTP exchange the edit fired on, when the answer comes back on another (a legacy channel)."""
 
-    def __init__(self, plan: Plan, request_id: Any) -> None:
+    def __init__(self, plan: Plan, request_id: Any, exchange: int | None = None) -> None:
         self.plan = plan
         self.request_id = request_id
+        self.exchange = exchange
         self.count = 0
         self.withheld: list[Any] = []
         self.notes: list[str] = []
+
+    def editor_for(self, event: dict) -> StreamEditor:
+        return self  # every event of its stream belongs to the one response
 
     def feed(self, event: dict) -> list[dict]:
         plan = self.plan
         self.count += 1
         msg = event.get("msg")
         is_final = final_response(msg, self.request_id)
+        if is_final and plan.error is not None:  # where the answer cannot be replaced whole (stdio, a channel)
+            self.withheld.append(msg)
+            self.notes.append("answered with a JSON-RPC error instead")
+            return [{**event, "msg": {**plan.error, "id": msg.get("id")}}]
         if plan.drop_event == self.count:
             self.withheld.append(msg if "msg" in event else event.get("data"))
             self.notes.append(f"dropped SSE event {self.count}")
@@ -59,6 +69,41 @@ class StreamEditor:
             self.notes.append("sent the final response twice")
             return [event, {**event, "id": f"{event['id']}-again"} if "id" in event else event]
         return [event]
+
+
+class ChannelEditor:
+    """A legacy (2024-11-05) session's SSE channel, where the answers to all of its POSTs come back. The POSTs an
+    edit fired on are registered with `expect`; their messages (the final response by id, progress by token) go
+    through that request's StreamEditor, everything else passes as it came. It learns its session from the
+    channel's `endpoint` event and says so through `on_session`."""
+
+    def __init__(self, on_session: Callable[[str, ChannelEditor], None]) -> None:
+        self.on_session = on_session
+        self.requests: dict[Any, StreamEditor] = {}  # request id -> its editor
+        self.tokens: dict[Any, StreamEditor] = {}  # progress token -> its editor
+
+    def expect(self, request: dict, plan: Plan, exchange: int) -> None:
+        editor = StreamEditor(plan, request.get("id"), exchange)
+        self.requests[jsonrpc.id_key(request.get("id"))] = editor
+        params = request.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            self.tokens[jsonrpc.id_key(meta["progressToken"])] = editor
+
+    def editor_for(self, event: dict) -> StreamEditor | None:
+        if event.get("event") == "endpoint" and event.get("session"):
+            self.on_session(event["session"], self)
+        msg = event.get("msg")
+        kind = jsonrpc.kind(msg)
+        if kind in ("response", "error"):
+            editor = self.requests.pop(jsonrpc.id_key(msg.get("id")), None)  # answered: later ids are not its own
+            if editor is not None:
+                self.tokens = {token: e for token, e in self.tokens.items() if e is not editor}
+            return editor
+        if kind == "notification" and msg.get("method") == "notifications/progress":
+            params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+            return self.tokens.get(jsonrpc.id_key(params.get("progressToken")))
+        return None
 
 
 @dataclass
