@@ -200,9 +200,9 @@ class _Collect(Observer):
                 answer = self.stdio_open.pop(jsonrpc.id_key(message.get("id")), None)
                 if answer is not None:
                     answer.lines.append({"msg": message, "t": seen.t})
-            elif kind == "notification":
-                # notifications go out before the answer of the call they belong to: by progress token, or the
-                # one call in flight
+            elif kind in ("notification", "request"):
+                # notifications and server-initiated requests (sampling, elicitation, roots) go out before the
+                # answer of the call they belong to: by progress token, or the one call in flight
                 token = (message.get("params") or {}).get("progressToken") if isinstance(message.get("params"), dict) else None
                 owner = next((a for a in self.stdio_open.values() if token is not None and _token(a.request) == token),
                              None)
