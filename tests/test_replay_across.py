@@ -3,6 +3,10 @@ Recorded with the official SDK through `mcptape record`, replayed to the same SD
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
+
 import anyio
 import mcp_types as types
 import pytest
@@ -11,9 +15,11 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 
 from mcptape.demo.client import script
+from mcptape.replay import replaying
 from mcptape.tape.file import read
 
-from .conftest import MCPTAPE, by_exchange
+from .conftest import INIT, INITIALIZED, MCPTAPE, LineClient, by_exchange, call
+from .test_record_stdio import DEMO, wrapped
 
 DEADLINE = 20  # a replay that hangs fails the test instead of the run
 
@@ -28,6 +34,13 @@ def run(function, *args):
             return await function(*args)
 
     return anyio.run(bounded)
+
+
+def recorded_stdio(tmp_path, function, *args):
+    """A stdio session of the demo server recorded through the wrapper: (tape, what the client saw)."""
+    tape = tmp_path / "stdio.mcptape"
+    argv = wrapped(tape, *DEMO)
+    return tape, run(function, StdioServerParameters(command=argv[0], args=argv[1:]), *args)
 
 
 # -- an HTTP tape over stdio -------------------------------------------------------------------------------------------
@@ -52,6 +65,42 @@ def test_an_auto_client_falls_back_over_stdio_as_it_did_over_http(demo_server, r
     probe = next(r for r in read(rec.tape).records if r["kind"] == "http.response" and r["status"] == 400)
     assert probe["msg"]["id"] is None
     assert run(script, replay_stdio(rec.tape), "auto") == direct
+
+
+def test_a_refusal_by_http_status_has_a_stdio_answer(tmp_path):
+    """A request the recorded server refused by status: with a JSON-RPC error (id null, as the SDK sends for a bad
+    protocol version) the stdio client gets that error for its request; with no JSON-RPC body (a bare 404) an
+    mcptape error saying so, never silence that would leave the client waiting."""
+    from mcptape.tape import records as r
+    from mcptape.tape.file import Writer
+
+
+    tape, sid = tmp_path / "refused.mcptape", "s1"
+    init = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}
+    refused = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Bad Request: no"}}
+    json_head = [("content-type", "application/json")]
+    with Writer(tape, r.header(0.0, "test")) as w:
+        w.write(r.capture_start(0.0, "test", {"proxy": "test"}, {}))
+        exchanges = [(INIT, None, 200, {"msg": init}, [*json_head, ("mcp-session-id", sid)]),
+                     (call(2, "add", {"a": 1, "b": 2}), sid, 400, {"msg": refused}, json_head),
+                     (call(3, "add", {"a": 3, "b": 4}), sid, 404, {"raw": b"Not Found"}, [("content-type", "text/plain")])]
+        for n, (request, session, status, body, headers) in enumerate(exchanges):
+            w.write(r.http_request(n + 0.1, n, 0, "POST", "/mcp", [], json_head, session, None, True, {"msg": request}))
+            w.write(r.http_response(n + 0.2, n, status, "", headers, sid, body))
+            w.write(r.end(n + 0.3, n, r.COMPLETE))
+    client = LineClient([MCPTAPE, "replay", str(tape), "--stdio"])
+    try:
+        client.send({**INIT, "id": "a"})
+        assert client.receive() == {**init, "id": "a"}
+        client.send(call("b", "add", {"a": 1, "b": 2}))
+        assert client.receive() == {**refused, "id": "b"}
+        client.send(call("c", "add", {"a": 3, "b": 4}))
+        error = client.receive()
+        assert error["id"] == "c" and error["error"]["code"] == -32603
+        assert error["error"]["message"].startswith("mcptape: the recorded server refused this request with HTTP 404")
+    finally:
+        client.proc.stdin.close()
+        client.proc.wait(20)
 
 
 async def greet(target, name: str, asked: list) -> str:
@@ -140,38 +189,77 @@ def test_a_legacy_http_sse_tape_replays_over_stdio(demo_server, record):
     assert run(legacy_session, stdio_client(replay_stdio(rec.tape))) == direct
 
 
-def test_a_refusal_by_http_status_has_a_stdio_answer(tmp_path):
-    """A request the recorded server refused by status: with a JSON-RPC error (id null, as the SDK sends for a bad
-    protocol version) the stdio client gets that error for its request; with no JSON-RPC body (a bare 404) an
-    mcptape error saying so, never silence that would leave the client waiting."""
-    from mcptape.tape import records as r
-    from mcptape.tape.file import Writer
+# -- a stdio tape over HTTP --------------------------------------------------------------------------------------------
 
-    from .conftest import INIT, LineClient, call
+def test_a_stdio_tape_replays_over_http(tmp_path):
+    tape, direct = recorded_stdio(tmp_path, script, "legacy")
+    with replaying(str(tape)) as url:
+        assert url.endswith("/mcp")
+        assert run(script, url, "legacy") == direct
 
-    tape, sid = tmp_path / "refused.mcptape", "s1"
-    init = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}
-    refused = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Bad Request: no"}}
-    json_head = [("content-type", "application/json")]
-    with Writer(tape, r.header(0.0, "test")) as w:
-        w.write(r.capture_start(0.0, "test", {"proxy": "test"}, {}))
-        exchanges = [(INIT, None, 200, {"msg": init}, [*json_head, ("mcp-session-id", sid)]),
-                     (call(2, "add", {"a": 1, "b": 2}), sid, 400, {"msg": refused}, json_head),
-                     (call(3, "add", {"a": 3, "b": 4}), sid, 404, {"raw": b"Not Found"}, [("content-type", "text/plain")])]
-        for n, (request, session, status, body, headers) in enumerate(exchanges):
-            w.write(r.http_request(n + 0.1, n, 0, "POST", "/mcp", [], json_head, session, None, True, {"msg": request}))
-            w.write(r.http_response(n + 0.2, n, status, "", headers, sid, body))
-            w.write(r.end(n + 0.3, n, r.COMPLETE))
-    client = LineClient([MCPTAPE, "replay", str(tape), "--stdio"])
+
+def test_a_server_request_in_a_stdio_tape_goes_out_on_the_calls_stream(tmp_path):
+    """elicitation/create, recorded on stdio during the call: over HTTP it goes out on the call's SSE stream and the
+    replay waits for the client's answer before the result."""
+    asked: list = []
+    tape, direct = recorded_stdio(tmp_path, greet, "Ada", asked)
+    assert direct == "hello Ada" and asked == ["What is your name?"]
+    log = tmp_path / "log.mcptape"
+    with replaying(str(tape), log=str(log)) as url:
+        assert run(greet, url, "Ada", asked) == "hello Ada"
+    assert asked == ["What is your name?"] * 2
+    records = read(log).records
+    answer = next(r for r in records if r["kind"] == "http.request" and "result" in r.get("msg", {}))
+    result = next(r for r in records if r["kind"] == "sse.event" and r.get("msg", {}).get("result", {}).get("content"))
+    assert answer["t"] < result["t"]  # the replay waited for the client's answer
+
+
+def post(url: str, msg: dict, session: str | None = None, accept: str = "application/json, text/event-stream",
+         method: str = "POST") -> tuple[int, dict, bytes]:
+    headers = {"Content-Type": "application/json", "Accept": accept}
+    if session:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    request = urllib.request.Request(url, data=json.dumps(msg).encode() if msg else None, headers=headers,
+                                     method=method)
     try:
-        client.send({**INIT, "id": "a"})
-        assert client.receive() == {**init, "id": "a"}
-        client.send(call("b", "add", {"a": 1, "b": 2}))
-        assert client.receive() == {**refused, "id": "b"}
-        client.send(call("c", "add", {"a": 3, "b": 4}))
-        error = client.receive()
-        assert error["id"] == "c" and error["error"]["code"] == -32603
-        assert error["error"]["message"].startswith("mcptape: the recorded server refused this request with HTTP 404")
-    finally:
-        client.proc.stdin.close()
-        client.proc.wait(20)
+        response = urllib.request.urlopen(request, timeout=DEADLINE)
+    except urllib.error.HTTPError as e:
+        response = e
+    return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+
+
+def sse_messages(body: bytes) -> list[dict]:
+    return [json.loads(line[6:]) for line in body.decode().splitlines() if line.startswith("data: {")]
+
+
+def test_a_stdio_answer_is_framed_as_a_streamable_http_server_frames_it(stdio_tape):
+    """Sessions as in a session-era tape; a notification gets 202; a call with progress is an SSE stream when the
+    client accepts one, else its final response as JSON; Content-Type is always set."""
+    with replaying(stdio_tape) as url:
+        status, headers, body = post(url, INIT)
+        session = headers["mcp-session-id"]
+        assert status == 200 and headers["content-type"] == "application/json" and json.loads(body)["id"] == 1
+        status, headers, body = post(url, INITIALIZED, session)
+        assert (status, body) == (202, b"") and headers["content-type"] == "application/json"
+
+        countdown = call(7, "countdown", {"steps": 3}, token="tok")
+        status, headers, body = post(url, countdown, session)
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        messages = sse_messages(body)
+        assert [m["params"]["progressToken"] for m in messages if m.get("method") == "notifications/progress"] \
+            == ["tok"] * 3
+        assert messages[-1]["id"] == 7 and messages[-1]["result"]["content"][0]["text"] == "counted down from 3"
+
+        status, headers, body = post(url, countdown, session, accept="application/json")
+        assert status == 200 and headers["content-type"] == "application/json"
+        assert json.loads(body)["result"]["content"][0]["text"] == "counted down from 3"
+
+        add = call(8, "add", {"a": 2, "b": 3})
+        status, headers, body = post(url, add, session)  # one message: JSON, though the client takes SSE
+        assert headers["content-type"] == "application/json" and json.loads(body)["result"]["structuredContent"] \
+            == {"result": 5}
+
+        assert post(url, add)[0] == 400  # no session id
+        assert post(url, add, "not-a-session")[0] == 404
+        assert post(url, None, session, method="DELETE")[0] == 200
+        assert post(url, add, session)[0] == 404

@@ -253,7 +253,7 @@ def load(path: str) -> Recording:
         pass
     for _ in model.finish():
         pass
-    entry = collect.answers[0].path if collect.answers else "/mcp"
+    entry = next((a.path for a in collect.answers if a.http_method), "/mcp")  # a stdio tape is served at /mcp
     for session, seen in collect.model_sessions:
         session.version = seen.version
         _place_standalone_events(session)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..edits import Editor
-from ..model import LEGACY_SSE, STDIO
+from ..model import LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
 from .recorded import Answer, RecordedSession, Recording, progress_token
@@ -53,8 +53,9 @@ class Replayer:
         self._next_session = 0
         self.unmatched: list[str] = []
         self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
-        self.session_era = not self.legacy and any(
-            s.initialize is not None and s.transport != STDIO for s in recording.sessions)
+        # an initialize-based conversation gets Streamable HTTP sessions, whatever transport recorded it: a stdio
+        # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
+        self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
         self._pools: dict[tuple[str | None, Any], list[Answer]] = {}  # (recorded session, method) -> candidates
 
@@ -136,6 +137,7 @@ class Replayer:
                 "code": MISS_CODE, "message": f"mcptape: the recorded server refused this request with HTTP "
                                               f"{recorded.status} and no JSON-RPC body, which stdio cannot carry"}},
                 maps)}]
+        # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (http.py frames it)
         return Outcome(recorded, 200 if request else 202, None, [], lines, session)
 
     def _pool(self, session: LiveSession | None, method: Any) -> list[Answer]:
