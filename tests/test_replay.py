@@ -207,6 +207,35 @@ def test_a_server_initiated_request_waits_for_the_clients_answer(demo_server, re
     assert answer["t"] < result["t"]  # the replay waited for the client's answer
 
 
+def test_a_stdio_servers_own_request_waits_for_the_clients_answer(tmp_path):
+    """elicitation/create, recorded on stdio during the call it belongs to: the stdio replay sends it and waits for
+    the client's answer before the result (it once dropped it, and the result came unasked)."""
+    import mcp_types as types
+    from mcp import Client
+
+    asked: list[str] = []
+
+    async def run(server: StdioServerParameters) -> str:
+        async def on_elicit(context, params):
+            asked.append(params.message)
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        with anyio.fail_after(20):
+            async with Client(server, mode="legacy", elicitation_callback=on_elicit) as client:
+                return (await client.call_tool("greet", {})).content[0].text
+
+    tape, log = tmp_path / "stdio.mcptape", tmp_path / "log.mcptape"
+    argv = wrapped(tape, *DEMO)
+    assert anyio.run(run, StdioServerParameters(command=argv[0], args=argv[1:])) == "hello Ada"
+    replay = StdioServerParameters(command=MCPTAPE, args=["replay", str(tape), "--stdio", "--log", str(log)])
+    assert anyio.run(run, replay) == "hello Ada"
+    assert asked == ["What is your name?"] * 2
+    lines = [r for r in read(log).records if r["kind"] == "stdio.line"]
+    answered = next(i for i, r in enumerate(lines) if r["dir"] == "c2s" and r["msg"].get("result", {}).get("action"))
+    result = next(i for i, r in enumerate(lines) if r["dir"] == "s2c" and "content" in r["msg"].get("result", {}))
+    assert answered < result
+
+
 def test_a_legacy_http_sse_tape_replays_over_that_transport(demo_server, record):
     from mcp import ClientSession
     from mcp.client.sse import sse_client

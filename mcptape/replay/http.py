@@ -3,13 +3,15 @@ CPU per call are what a replay in a test suite is judged by).
 
 Serves the recorded paths; other paths get 404. Session-era tapes get sessions (400 without an id, the recorded
 dead-session status for an unknown or ended one, DELETE ends one), SSE answers go out event by event with their
-recorded ids and retry fields, JSON answers with their recorded status. What the client does is recorded into
-the `--log` tape by the same capture core `mcptape record` uses.
+recorded ids and retry fields, JSON answers with their recorded status. A stdio tape's answers are framed as a
+Streamable HTTP server frames them (`_framed`). What the client does is recorded into the `--log` tape by the same
+capture core `mcptape record` uses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -133,7 +135,7 @@ class HttpReplay:
         outcome = self.replayer.answer(msg, session)
         if session is not None and session.id in self._standalone:
             self._release_standalone(session)
-        return self._serve(conn, key, outcome, plan, msg.get("id"))
+        return self._serve(conn, key, outcome, plan, msg.get("id"), req.headers)
 
     def _end_streams(self, session_id: str) -> None:
         for event in self._streams.pop(session_id, []):
@@ -247,15 +249,19 @@ class HttpReplay:
         return live, None
 
     def _serve(self, conn: _Connection, key: int, outcome: Outcome, plan: edits.Plan | None = None,
-               request_id=None) -> Coroutine | None:
+               request_id=None, request_headers: http.Headers = ()) -> Coroutine | None:
         answer = outcome.answer
         headers = list(answer.served_headers) if answer else []
         if outcome.session is not None:
             headers.append((http.SESSION_ID, outcome.session.id))
+        sse, unanswered = answer is not None and answer.sse, False
+        if answer is not None and not answer.http_method:  # recorded over stdio: no framing of its own
+            outcome, sse, unanswered = _framed(outcome, http.accepts(request_headers, http.SSE))
+            headers.append(("content-type", http.SSE if sse else http.JSON))
         edited = plan is not None and plan.changes_events and answer is not None
         if edited and plan.drop:
             answer.used -= 1  # never delivered: a retry gets it
-        if answer is not None and answer.sse:
+        if sse:
             events, cut = outcome.events, None
             if edited:
                 change = edits.edit_events(events, plan, request_id, f"mcptape-{key}")
@@ -267,7 +273,7 @@ class HttpReplay:
                 if cut is not None:
                     self._cut[events[-1]["id"] if events else ""] = cut
                     return self._finish_events(conn, key, outcome.status, headers, records.COMPLETE)
-                if edited and plan.drop:
+                if unanswered or (edited and plan.drop):
                     return self._stay_open(conn, key, outcome.session, outcome.status, headers)
                 return self._finish_events(conn, key, outcome.status, headers, answer.end)
 
@@ -276,6 +282,8 @@ class HttpReplay:
                                                outcome.session), end)
             self._write_events(conn, key, outcome.status, headers, events, None if edited else answer)
             return end()
+        if unanswered:
+            return self._stay_open(conn, key, outcome.session, None, headers)
         if edited:
             if plan.drop:
                 self._edited(key, plan, "withheld the response; the request stays open", [outcome.body])
@@ -421,6 +429,22 @@ def _chunk(record: dict, stream: SSEStream | None, encoded: bytes | None = None)
     if stream is not None:
         stream.record(data)
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def _framed(outcome: Outcome, sse_ok: bool) -> tuple[Outcome, bool, bool]:
+    """An answer recorded over stdio, framed as a Streamable HTTP server frames it: a notification (or anything
+    but a request) gets 202 and no body; a request that got more than its final response (progress, a server
+    request) an SSE stream when the client takes one, one event per message; otherwise its final response as
+    JSON. Returns the outcome, whether it is SSE, and whether the request is left unanswered (the recorded server
+    never answered it: cancelled, or it died), which keeps the request open as that server did."""
+    if outcome.status == 202:
+        return outcome, False, False
+    lines = outcome.lines
+    final = next((line["msg"] for line in reversed(lines) if "method" not in line["msg"]), None)
+    if (len(lines) > 1 or final is None) and sse_ok:
+        events = [{"event": "message", **line} for line in lines]
+        return dataclasses.replace(outcome, events=events), True, final is None
+    return dataclasses.replace(outcome, body=final), False, final is None
 
 
 def _from_encoded(record: dict, encoded: dict) -> bytes | None:

@@ -2,8 +2,9 @@
 
 An answer is one recorded exchange (HTTP) or one call (stdio): the request it answered, and what went back, in
 order and with its framing: status, headers, a JSON body or the SSE events (ids, retry, priming events, the
-notifications sent before the response). Built by reading the tape through the analysis model, so a session here
-is the session `check` names.
+notifications sent before the response). `Answer.messages` is the same answer without its framing, for the
+transport that did not record it. Built by reading the tape through the analysis model, so a session here is the
+session `check` names.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class Answer:
     shape: Any = None  # the request as matching sees it (set by match.find)
     path: str = "/"
     channel: list[dict] = field(default_factory=list)  # legacy HTTP+SSE: what came back on the session's GET stream
+    body_t: float = 0.0  # when the JSON body came back
+    # sse.event records sent in its course on other streams: the resumption of its dropped stream, and the
+    # standalone GET stream's messages that followed it (see _other_streams)
+    elsewhere: list[dict] = field(default_factory=list)
 
     @property
     def method(self) -> str | None:
@@ -68,6 +73,29 @@ class Answer:
                 if hole and _HOLE_JSON not in after:
                     out[id(body)] = (before, after)
         return out
+
+    @cached_property
+    def messages(self) -> list[dict]:
+        """What went back, whatever transport recorded it: each JSON-RPC message as {"msg", "t"}, in the order
+        sent, framing left out (priming events, ids, statuses). Both servers read it when the tape's framing is not
+        theirs: stdio writes each message as a line; HTTP frames a stdio answer from it."""
+        if not self.http_method:
+            return self.lines
+        sent = [{"msg": m, "t": e["t"]} for e in (*self.events, *self.channel, *self.elsewhere) if "msg" in e
+                for m in jsonrpc.messages(e["msg"])]
+        if self.body is not None:
+            sent += [{"msg": self._refusal(m), "t": self.body_t} for m in jsonrpc.messages(self.body)]
+        sent.sort(key=lambda m: m["t"])  # stable: each stream keeps its order; streams interleave as they passed
+        return [m for m in sent if jsonrpc.kind(m["msg"]) != "invalid"]
+
+    def _refusal(self, msg: Any) -> Any:
+        """A request refused by HTTP status with a JSON-RPC error whose id is null (refused before its id was
+        read): the status tied it to this POST's request; without HTTP only the id can, so it gets the request's
+        id, as the SDK's HTTP client delivers it."""
+        if (self.status or 0) >= 400 and jsonrpc.kind(msg) == "error" and msg.get("id") is None \
+                and jsonrpc.kind(self.request) == "request":
+            return {**msg, "id": self.request["id"]}
+        return msg
 
     @cached_property
     def served_headers(self) -> list[tuple[str, str]]:
@@ -134,7 +162,7 @@ class _Collect(Observer):
                 self._bind(answer, seen)
         elif kind == records.HTTP_RESPONSE and (answer := self.by_exchange.get(r.get("exchange"))):
             answer.status, answer.headers = r.get("status"), r.get("headers") or []
-            answer.body, answer.raw = r.get("msg"), r.get("raw")
+            answer.body, answer.raw, answer.body_t = r.get("msg"), r.get("raw"), seen.t
             if answer.session is None:
                 self._bind(answer, seen)
             else:
@@ -200,9 +228,9 @@ class _Collect(Observer):
                 answer = self.stdio_open.pop(jsonrpc.id_key(message.get("id")), None)
                 if answer is not None:
                     answer.lines.append({"msg": message, "t": seen.t})
-            elif kind == "notification":
-                # notifications go out before the answer of the call they belong to: by progress token, or the
-                # one call in flight
+            elif kind in ("notification", "request"):
+                # notifications and server-initiated requests (sampling, elicitation, roots) go out before the
+                # answer of the call they belong to: by progress token, or the one call in flight
                 token = (message.get("params") or {}).get("progressToken") if isinstance(message.get("params"), dict) else None
                 owner = next((a for a in self.stdio_open.values() if token is not None and _token(a.request) == token),
                              None)
@@ -225,10 +253,11 @@ def load(path: str) -> Recording:
         pass
     for _ in model.finish():
         pass
-    entry = collect.answers[0].path if collect.answers else "/mcp"
+    entry = next((a.path for a in collect.answers if a.http_method), "/mcp")  # a stdio tape is served at /mcp
     for session, seen in collect.model_sessions:
         session.version = seen.version
         _place_standalone_events(session)
+        _other_streams(session)
     versions = [s.version for s in collect.sessions.values() if s.version]
     return Recording(list(collect.sessions.values()), collect.answers, collect.paths, entry,
                      versions[0] if versions else None)
@@ -245,6 +274,29 @@ def _place_standalone_events(session: RecordedSession) -> None:
             continue
         answer.events = [{**e, "after": next((p for p in reversed(posts) if p.t <= e.get("t", 0.0)), None)}
                          for e in answer.events]
+
+
+def _other_streams(session: RecordedSession) -> None:
+    """On Streamable HTTP an answer's messages may come on more than its own stream: a dropped stream's rest on the
+    GET that resumed it (Last-Event-ID), a notification on the standalone GET stream while it ran. File them under
+    the answer (`elsewhere`), for a transport with one channel (stdio) to send with it."""
+    if session.transport == LEGACY_SSE:
+        return  # there every message is on the channel already (Answer.channel)
+    owner_of: dict[Any, Answer] = {}  # SSE event id -> the answer whose stream it was on
+    for answer in session.answers:
+        if answer.http_method == "GET" and answer.last_event_id is None:
+            for event in answer.events:
+                if event.get("after") is not None and "msg" in event:
+                    event["after"].elsewhere.append(event)
+            continue
+        owner = owner_of.get(answer.last_event_id) if answer.http_method == "GET" else answer
+        if owner is None:
+            continue
+        for event in answer.events:
+            if "id" in event:
+                owner_of[event["id"]] = owner
+            if owner is not answer and "msg" in event:
+                owner.elsewhere.append(event)
 
 
 def progress_token(request: Any) -> Any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..edits import Editor
-from ..model import LEGACY_SSE, STDIO
+from ..model import LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
 from .recorded import Answer, RecordedSession, Recording, progress_token
@@ -39,7 +39,8 @@ class Outcome:
     status: int = 200
     body: Any = None  # for JSON framing (or our own error)
     events: list[dict] = field(default_factory=list)  # for SSE framing: sse.event records, rewritten
-    lines: list[dict] = field(default_factory=list)  # for stdio: {"msg", "t"}, rewritten
+    # Answer.messages, rewritten: what stdio writes, and what HTTP frames an answer recorded over stdio from
+    lines: list[dict] = field(default_factory=list)
     session: LiveSession | None = None
 
 
@@ -52,8 +53,9 @@ class Replayer:
         self._next_session = 0
         self.unmatched: list[str] = []
         self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
-        self.session_era = not self.legacy and any(
-            s.initialize is not None and s.transport != STDIO for s in recording.sessions)
+        # an initialize-based conversation gets Streamable HTTP sessions, whatever transport recorded it: a stdio
+        # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
+        self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
         self._pools: dict[tuple[str | None, Any], list[Answer]] = {}  # (recorded session, method) -> candidates
 
@@ -78,7 +80,8 @@ class Replayer:
 
     # -- answering -------------------------------------------------------------------------------------------------
 
-    def answer(self, live: dict, session: LiveSession | None) -> Outcome:
+    def answer(self, live: dict, session: LiveSession | None, stdio: bool = False) -> Outcome:
+        """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it."""
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
@@ -95,7 +98,7 @@ class Replayer:
         token = progress_token(recorded.request)
         if token is not None:
             maps.tokens[jsonrpc.id_key(token)] = progress_token(live)
-        return self._outcome(recorded, maps, session)
+        return self._outcome(recorded, maps, session, stdio)
 
     def _has_ping(self, session: LiveSession | None) -> bool:
         """ping exists in every revision before 2026-07-28 (which removed it)."""
@@ -118,11 +121,24 @@ class Replayer:
         events = [self._rewrite_event(e, session) for e in recorded.channel]
         return [e for e in events if e is not None]
 
-    def _outcome(self, recorded: Answer, maps: LiveSession, session: LiveSession | None) -> Outcome:
-        events = [self._rewrite_event(e, maps) for e in recorded.events]
-        lines = [self._rewrite_event(m, maps) for m in recorded.lines]
-        return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
-                       [e for e in events if e is not None], [m for m in lines if m is not None], session)
+    def _outcome(self, recorded: Answer, maps: LiveSession, session: LiveSession | None,
+                 stdio: bool = False) -> Outcome:
+        if recorded.http_method and not stdio:  # recorded over HTTP, served over HTTP: framed as it was
+            events = [self._rewrite_event(e, maps) for e in recorded.events]
+            return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
+                           [e for e in events if e is not None], [], session)
+        lines = [m for m in (self._rewrite_event(m, maps) for m in recorded.messages) if m is not None]
+        request = jsonrpc.kind(recorded.request) == "request"
+        if not lines and request and (recorded.status or 0) >= 400:
+            # Refused by HTTP status with no JSON-RPC body (a 404 for an ended session, a 400 from a gateway):
+            # the recorded server said nothing a stdio client could read. Writing nothing would leave the client
+            # waiting for an answer that is never coming, so it gets an error of ours, labelled as a miss is.
+            lines = [{"msg": self._rewrite({"jsonrpc": "2.0", "id": recorded.request["id"], "error": {
+                "code": MISS_CODE, "message": f"mcptape: the recorded server refused this request with HTTP "
+                                              f"{recorded.status} and no JSON-RPC body, which stdio cannot carry"}},
+                maps)}]
+        # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (http.py frames it)
+        return Outcome(recorded, 200 if request else 202, None, [], lines, session)
 
     def _pool(self, session: LiveSession | None, method: Any) -> list[Answer]:
         """The answers a request of this method may get, the live session's recorded session first; built once."""

@@ -15,8 +15,9 @@ from .serve import Replayer
 
 def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | None = None,
           pace: Callable[[float], float] | None = None) -> None:
-    """Answer each request line until stdin closes: the recorded notifications, then the answer. Notifications and
-    responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded."""
+    """Answer each request line until stdin closes: the recorded notifications, then the answer, each message a
+    line, whichever transport recorded them (an HTTP tape's SSE events, JSON bodies, legacy channel). Notifications
+    and responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded."""
     session = replayer.open_session()
     editor = replayer.editor
 
@@ -55,7 +56,7 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                 _edited(log, plan, request_id, "answered with a JSON-RPC error instead")
                 write(json_form.dumps(plan.error).encode(), True)
                 continue
-            outcome = replayer.answer(msg, session)
+            outcome = replayer.answer(msg, session, stdio=True)
             lines = outcome.lines
             injected = bool(plan and plan.changes_events)
             if injected:
