@@ -595,47 +595,74 @@ class LegacyChannel:
         self.conn.close()
 
 
-def test_live_event_edits_on_a_legacy_channel(tmp_path):
-    """2024-11-05 HTTP+SSE (the SDK's legacy server): each POST is accepted by the server (it sees every request),
-    and the answer on the session's channel is what the edit says."""
+LEGACY_EDITS = ("drop at=tools/call#1", "duplicate at=tools/call#2", "malformed kind=wrong-id at=tools/call#3",
+                "drop-event n=1 at=tools/call#4", "delay seconds=0.4 at=tools/call#5",
+                "error code=-32001 message=nope at=tools/call#6")
+
+
+def _legacy_conversation(url: str, edited: bool) -> None:
+    """A raw client's conversation on a legacy channel; with the edits, what each one makes of its answer."""
     import queue
 
-    port = free_port()
-    server = spawn_demo(port, "--sse")
-    tape = tmp_path / "live.mcptape"
-    rec = start_recording(f"http://127.0.0.1:{port}/sse", tape, "--edit", "drop at=tools/call#1", "--edit",
-                          "duplicate at=tools/call#2", "--edit", "malformed kind=wrong-id at=tools/call#3",
-                          "--edit", "drop-event n=1 at=tools/call#4", "--edit", "delay seconds=0.4 at=tools/call#5")
-    try:
-        channel = LegacyChannel(rec.url)
-        assert channel.post(INIT) == 202
-        assert json.loads(channel.next())["id"] == 1
-        channel.post(INITIALIZED)
-        channel.post(call(2, "add", {"a": 2, "b": 3}))
-        channel.post(call(3, "add", {"a": 2, "b": 3}))
-        first = channel.next()
-        assert json.loads(first)["id"] == 3 and json.loads(channel.next()) == json.loads(first)  # 2 never came
-        channel.post(call(4, "add", {"a": 2, "b": 3}))
-        assert json.loads(channel.next())["id"] == "mcptape-wrong-id-4"
-        channel.post(call(5, "countdown", {"steps": 2}, token="p"))
-        rest = [json.loads(channel.next())]
-        while rest[-1].get("id") != 5:
-            rest.append(json.loads(channel.next()))
-        progress = [m["params"]["progress"] for m in rest if m.get("method") == "notifications/progress"]
-        assert progress == [2]  # on a channel, the call's own messages are counted: its progress, then its answer
-        started = time.monotonic()
-        channel.post(call(6, "add", {"a": 1, "b": 1}))
-        assert json.loads(channel.next())["id"] == 6 and time.monotonic() - started >= 0.4
-        with pytest.raises(queue.Empty):
-            channel.next(timeout=0.3)  # and nothing else: 2's answer stayed withheld
-        channel.close()
-    finally:
-        stop(rec.proc)
-        stop(server)
+    channel = LegacyChannel(url)
+    assert channel.post(INIT) == 202
+    assert json.loads(channel.next())["id"] == 1
+    channel.post(INITIALIZED)
+    channel.post(call(2, "add", {"a": 2, "b": 3}))
+    if not edited:
+        assert json.loads(channel.next())["id"] == 2
+    channel.post(call(3, "add", {"a": 2, "b": 3}))
+    first = channel.next()
+    assert json.loads(first)["id"] == 3  # with the edits, 2 never came
+    if edited:
+        assert json.loads(channel.next()) == json.loads(first)
+    channel.post(call(4, "add", {"a": 2, "b": 3}))
+    assert json.loads(channel.next())["id"] == ("mcptape-wrong-id-4" if edited else 4)
+    channel.post(call(5, "countdown", {"steps": 2}, token="p"))
+    rest = [json.loads(channel.next())]
+    while rest[-1].get("id") != 5:
+        rest.append(json.loads(channel.next()))
+    progress = [m["params"]["progress"] for m in rest if m.get("method") == "notifications/progress"]
+    assert progress == ([2] if edited else [1, 2])  # on a channel a call's own messages count: progress, answer
+    started = time.monotonic()
+    channel.post(call(6, "add", {"a": 1, "b": 1}))
+    assert json.loads(channel.next())["id"] == 6 and (not edited or time.monotonic() - started >= 0.4)
+    channel.post(call(7, "add", {"a": 1, "b": 2}))
+    answer = json.loads(channel.next())
+    assert answer["id"] == 7 and ("error" in answer) == edited
+    with pytest.raises(queue.Empty):
+        channel.next(timeout=0.3)  # and nothing else: 2's answer stayed withheld
+    channel.close()
+
+
+def _legacy_edits_logged(tape) -> None:
     records = read(tape).records
     details = [r["detail"] for r in records if r["kind"] == "edit"]
     assert "withheld the final response" in details and "dropped SSE event 1" in details
+    assert "answered with a JSON-RPC error instead" in details
     withheld = next(r for r in records if r["kind"] == "edit" and r["detail"] == "withheld the final response")
     assert withheld["withheld"][0]["id"] == 2  # the server's answer, kept in the tape
     blamed = [f for f in findings(tape) if f["severity"] in ("error", "warning")]
     assert all(f["injected"] for f in blamed), [f for f in blamed if not f["injected"]]
+
+
+@pytest.mark.parametrize("where", ["live", "replay"])
+def test_event_edits_on_a_legacy_channel(tmp_path, where):
+    """2024-11-05 HTTP+SSE (the SDK's legacy server): each POST is accepted (202) and its answer comes back on the
+    session's channel, changed there as the edit says. Live, the server sees every request."""
+    port = free_port()
+    server = spawn_demo(port, "--sse")
+    tape = tmp_path / "run.mcptape"
+    edits = [arg for edit in LEGACY_EDITS for arg in ("--edit", edit)]
+    rec = start_recording(f"http://127.0.0.1:{port}/sse", tape, *(edits if where == "live" else ()))
+    try:
+        _legacy_conversation(rec.url, edited=where == "live")
+    finally:
+        stop(rec.proc)
+        stop(server)
+    if where == "live":
+        return _legacy_edits_logged(tape)
+    log = tmp_path / "log.mcptape"
+    with replaying(str(tape), log=str(log), edits=LEGACY_EDITS) as url:
+        _legacy_conversation(url, edited=True)
+    _legacy_edits_logged(log)

@@ -277,12 +277,13 @@ class SSEStream:
             held = held.replace(*self._swap, 1)
         return held or []
 
-    def record(self, chunk: bytes) -> None:
+    def record(self, chunk: bytes, injected: bool = False) -> None:
+        """`injected`: the chunk is an event an edit made (a replay says so; a proxy only sees bytes)."""
         if not self.with_body or self.closed or not chunk:
             return
         if self.decoder is not None and self.problem is None:
             try:
-                self._events(self.parser.feed(self.decoder.decode(chunk)))
+                self._events(self.parser.feed(self.decoder.decode(chunk)), injected)
                 return
             except Exception as e:  # a corrupt compressed stream: keep what passes, raw
                 self.problem = f"content-encoding {self.decoder.encoding} could not be decoded: {e}"
@@ -296,9 +297,11 @@ class SSEStream:
         if self.with_body and self.problem is None:
             self._events(self.parser.close())
 
-    def _events(self, events: Iterable[sse.Event]) -> None:
+    def _events(self, events: Iterable[sse.Event], injected: bool = False) -> None:
         for event in events:
             record = records.sse_event(time.time(), self.exchange.number, event)
+            if injected:
+                record["injected"] = True
             if event.event == "endpoint" and event.data:
                 record["session"] = self.capture.learn_endpoint(event.data)
                 if self.relocation and (moved := self.relocation.rewrite(event.data)):

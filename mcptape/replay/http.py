@@ -101,8 +101,8 @@ class HttpReplay:
     def _dispatch(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> Coroutine | None:
         for killed in plan.killed if plan else ():
             self._end_streams(killed)  # as a server ends the streams of a session it expired
-        if plan and plan.replaces_answer:
-            return self._injected(conn, key, plan)
+        if plan and plan.replaces_answer and not (self.replayer.legacy and plan.error is not None):
+            return self._injected(conn, key, plan)  # (a legacy answer's error goes out on its channel: _legacy)
         if self.replayer.legacy:
             return self._legacy(req, conn, key, plan)
         session, refusal = self._session(req)
@@ -214,17 +214,29 @@ class HttpReplay:
         if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
             return self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
         outcome = self.replayer.answer(msg, session)
-        if plan and plan.changes_events:
-            self.editor.not_applied(plan, ("drop", "drop-event", "close-stream", "duplicate", "malformed"),
-                                    "legacy HTTP+SSE answers go out on the session's channel; there only status, "
-                                    "error, delay, reset and the session edits apply")
         if outcome.answer is None:  # a miss: its error goes out on the channel like any answer
             self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
             return self._emit(channel, [{"event": "message", "msg": outcome.body}])
+        events = self.replayer.channel(outcome.answer, session)
+        if plan and (plan.error is not None or plan.changes_events):  # logged while the POST's exchange is open
+            events = self._edit_channel(key, plan, msg, outcome.answer, events)
         pending = self._serve(conn, key, Outcome(outcome.answer, outcome.status, outcome.body, [], [], None))
         if pending is not None:
             await pending
-        self._emit(channel, self.replayer.channel(outcome.answer, session))
+        self._emit(channel, events)
+
+    def _edit_channel(self, key: int, plan: edits.Plan, msg: dict, answer: Answer, events: list[dict]) -> list[dict]:
+        """The edits of a legacy POST's answer, made on the session's channel where it goes out: the call's own
+        messages (its progress, then its final response), as `mcptape record` edits them live."""
+        if plan.close_after is not None:
+            self.editor.not_applied(plan, ("close-stream",), "a legacy session's channel is its only stream: "
+                                    "closing it ends the session (2024-11-05 has no Last-Event-ID resume)")
+            plan = dataclasses.replace(plan, close_after=None)
+        change = edits.edit_events(events, plan, msg.get("id"), "")
+        self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer", change.withheld)
+        if plan.drop or plan.error is not None:
+            answer.used -= 1  # never delivered as recorded: a retry gets it
+        return [{**e, "injected": True} for e in change.events]  # the channel carries others' answers too
 
     def _emit(self, channel: tuple[_Connection, SSEStream | None], events: list[dict]) -> None:
         conn, stream = channel
@@ -427,7 +439,7 @@ def _chunk(record: dict, stream: SSEStream | None, encoded: bytes | None = None)
     """One SSE event record as an HTTP chunk; recorded into the log's stream as it goes."""
     data = encoded or sse.encode(records.wire_event(record))
     if stream is not None:
-        stream.record(data)
+        stream.record(data, record.get("injected", False))
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
