@@ -666,3 +666,20 @@ def test_event_edits_on_a_legacy_channel(tmp_path, where):
     with replaying(str(tape), log=str(log), edits=LEGACY_EDITS) as url:
         _legacy_conversation(url, edited=True)
     _legacy_edits_logged(log)
+
+
+def test_close_stream_is_refused_up_front_on_a_legacy_tape(tmp_path):
+    port = free_port()
+    server = spawn_demo(port, "--sse")
+    rec = start_recording(f"http://127.0.0.1:{port}/sse", tmp_path / "legacy.mcptape")
+    try:
+        channel = LegacyChannel(rec.url)
+        channel.post(INIT)
+        channel.next()
+        channel.close()
+    finally:
+        stop(rec.proc)
+        stop(server)
+    result = run_mcptape("replay", str(rec.tape), "--edit", "close-stream after=1 at=tools/call#1")
+    assert result.returncode == 2 and "2024-11-05 has no Last-Event-ID resume" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

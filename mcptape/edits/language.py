@@ -190,9 +190,19 @@ def _selector(text: str, value: str) -> Selector:
     return Selector("method", (method, int(number) if hash_ else 1))
 
 
-def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False) -> None:
-    """Refuse what cannot be done where the edits are going: HTTP-only parts on stdio, unfaithful actions live."""
+LEGACY_REFUSED_WHY = {
+    "close-stream": "a legacy HTTP+SSE session's channel is its only stream: closing it ends the session "
+                    "(2024-11-05 has no Last-Event-ID resume)",
+}
+
+
+def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False, legacy: bool = False) -> None:
+    """Refuse what cannot be done where the edits are going: HTTP-only parts on stdio, unfaithful actions live,
+    what a legacy HTTP+SSE session has no room for."""
     for edit in edits:
+        if legacy and edit.action in LEGACY_REFUSED_WHY:
+            raise EditError(f"edit {edit.text!r}: {edit.action} cannot apply to this tape: "
+                            f"{LEGACY_REFUSED_WHY[edit.action]}")
         if stdio and edit.action not in STDIO_ACTIONS:
             raise EditError(f"edit {edit.text!r}: {edit.action} is HTTP-only; on stdio use {', '.join(STDIO_ACTIONS)}")
         if stdio and edit.at.kind in ("post", "session"):

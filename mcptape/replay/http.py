@@ -228,10 +228,6 @@ class HttpReplay:
     def _edit_channel(self, key: int, plan: edits.Plan, msg: dict, answer: Answer, events: list[dict]) -> list[dict]:
         """The edits of a legacy POST's answer, made on the session's channel where it goes out: the call's own
         messages (its progress, then its final response), as `mcptape record` edits them live."""
-        if plan.close_after is not None:
-            self.editor.not_applied(plan, ("close-stream",), "a legacy session's channel is its only stream: "
-                                    "closing it ends the session (2024-11-05 has no Last-Event-ID resume)")
-            plan = dataclasses.replace(plan, close_after=None)
         change = edits.edit_events(events, plan, msg.get("id"), "")
         self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer", change.withheld)
         if plan.drop or plan.error is not None:

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..edits import Editor
+from ..edits import Editor, check_transport
 from ..model import LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
@@ -53,6 +53,8 @@ class Replayer:
         self._next_session = 0
         self.unmatched: list[str] = []
         self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
+        if editor is not None:
+            check_transport(editor.edits, legacy=self.legacy)  # what this tape has no room for, refused up front
         # an initialize-based conversation gets Streamable HTTP sessions, whatever transport recorded it: a stdio
         # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
         self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)
