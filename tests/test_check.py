@@ -262,7 +262,8 @@ def test_formats_thresholds_truncation_and_unreadable_input(tmp_path):
     assert bad.returncode == 2 and bad.stdout == "" and "not an mcptape tape" in bad.stderr
     finding = check(tape)["findings"][0]
     assert set(finding) == {"rule", "severity", "tape", "session", "dir", "request_id", "method", "message", "spec",
-                            "record", "t", "injected"}
+                            "record", "t", "injected", "blames", "transition"}
+    assert finding["blames"] in ("client", "server", "none")
 
 
 def test_a_cancelled_http_call_answered_by_the_sdk(demo_server, record):

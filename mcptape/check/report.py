@@ -20,8 +20,9 @@ def text(findings: list[Finding], tapes: list[str]) -> Iterable[str]:
         where = f"{f.tape}#{f.record}" if f.record is not None else f.tape
         call = " ".join(str(x) for x in (f.dir, f.method, f"#{f.request_id}" if f.request_id is not None else None) if x)
         session = f" session {f.session}" if f.session else ""
-        injected = " [rests on an injected answer]" if f.injected else ""
-        yield f"{f.severity:7} {f.rule}  {where}{session}  {call}".rstrip()
+        injected = " [rests on what mcptape injected]" if f.injected else ""
+        blames = f"  blames the {f.blames}" if f.blames != "none" else ""
+        yield f"{f.severity:7} {f.rule}  {where}{session}  {call}{blames}".rstrip()
         yield f"        {f.message}{injected}"
         yield f"        spec: {f.spec}"
     s = summary(findings, tapes)

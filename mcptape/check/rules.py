@@ -17,6 +17,22 @@ from . import spec
 
 SEVERITIES = ("error", "warning", "info")
 
+# Whom each rule blames: a side, nobody, or the sender or receiver of what the finding is about (its `dir`: the
+# request's direction for a finding about a call, the record's for one about a message).
+CLIENT, SERVER, NONE, SENDER, RECEIVER = "client", "server", "none", "sender", "receiver"
+BLAMES = {
+    "unanswered-request": RECEIVER, "capture-incomplete": NONE, "cancelled-without-response": NONE,
+    "dangling-stream": RECEIVER, "response-after-cancel": NONE, "request-after-close": NONE,
+    "dead-session-reuse": CLIENT, "no-reinitialize": CLIENT, "wrong-status-for-dead-session": SERVER,
+    "dead-id-reuse": NONE,  # the spec promises nothing of a tool's own ids: it is said, not blamed
+    "orphan-response": SENDER, "duplicate-response": RECEIVER, "duplicate-request-id": SENDER,
+    "request-before-initialize": CLIENT, "missing-session-id": CLIENT, "protocol-version-mismatch": CLIENT,
+    "malformed-message": SENDER, "progress-not-increasing": RECEIVER, "progress-after-response": RECEIVER,
+    "auth-rejected": NONE, "status-202-for-request": SERVER, "response-on-get-stream": SERVER,
+    "header-mismatch": CLIENT,
+}
+_SIDE = {records.C2S: (CLIENT, SERVER), records.S2C: (SERVER, CLIENT)}  # dir -> (sender, receiver)
+
 
 @dataclass
 class Finding:
@@ -32,9 +48,25 @@ class Finding:
     record: int | None
     t: float | None
     injected: bool = False
+    blames: str = ""  # client | server | none: from BLAMES, unless given
+    transition: dict | None = None  # a lifecycle finding: the session transition it rests on (kind, record, …)
+
+    def __post_init__(self) -> None:
+        if not self.blames:
+            self.blames = blamed(self.rule, self.dir, self.injected)
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def blamed(rule: str, direction: str | None, injected: bool) -> str:
+    """The side a finding blames. `injected` excuses only a real server, for what mcptape made up: a client's
+    reaction to an injected answer (no re-initialize after an injected 404) is still the client's doing."""
+    who = BLAMES.get(rule, NONE)
+    if who in (SENDER, RECEIVER):
+        sides = _SIDE.get(direction)
+        who = NONE if sides is None else sides[0] if who == SENDER else sides[1]
+    return NONE if injected and who == SERVER else who
 
 
 def about_call(rule: str, severity: str, call: Call, message: str, clause: str,
