@@ -13,6 +13,7 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,39 @@ STATELESS = "stateless-http"  # 2026-07-28
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
+# A session's life, decided here once and read by check, show, diff and replay (reference/mcp-wire.md section 4):
+OPENED = "opened"  # initialize answered with its id, a legacy endpoint announced, a stdio initialize answered
+REFUSED = "refused"  # a request carrying it got a status that says it is gone (the server's own word)
+DELETED = "deleted"  # the client's DELETE was answered 2xx
+EXPIRED = "expired"  # an edit declared it gone (an injected answer): mcptape's doing, not the server's
+ENDED = "ended"  # the stdio server exited, the legacy channel closed
+SUPERSEDED = "superseded"  # dead, and the client then started a new session (initialize without a session id)
+
+# Statuses a server refuses a session with when it does not say 404 (what the spec asks); 410 says "gone" itself.
+_REFUSALS = (400, 401, 403, 410)
+# The only evidence left when a session the tape thinks alive is refused with 400/401/403: how the server words
+# it. Matched broadly: "Session not found", "Invalid or expired session", "No valid session ID provided",
+# "Session terminated", "unknown session", …
+_SESSION_GONE = re.compile(r"session.{0,40}(not found|expired|invalid|unknown|terminated|no longer|closed|gone|"
+                           r"does not exist|no valid)|(unknown|invalid|expired|stale|terminated|closed|no valid)"
+                           r".{0,20}session", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One step of a session's life, where it happened: the record, its time, the HTTP status that made it (if
+    any), and whether an edit made it (an injected answer, or a request an edit selected)."""
+
+    kind: str
+    seq: int
+    t: float
+    status: int | None = None
+    injected: bool = False
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "record": self.seq, "status": self.status, "injected": self.injected}
+
+
 @dataclass
 class Session:
     label: str  # the session id as recorded, or a stable label where the transport has none
@@ -37,9 +71,15 @@ class Session:
     transport: str
     version: str | None = None  # negotiated: initialize's answer, or the 2026 header
     initialized: bool = False
-    dead: tuple[int, float, int] | None = None  # (seq, t, status) where the server declared it gone
-    deleted: bool = False
-    ended: bool = False  # stdio server exited, legacy channel closed
+    opened: Transition | None = None
+    dead: Transition | None = None  # refused, deleted or expired: the first that happened
+    ended: Transition | None = None
+    superseded: Transition | None = None
+    refused_with: int | None = None  # the status it was refused with once gone (a replay answers so)
+    # a session first met on a request, never opened in the tape: `unknown` when the tape holds its conversations
+    # from their start (the server should not know the id either), `midway` when the capture began after it opened
+    unknown: bool = False
+    midway: bool = False
     # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
     # client closed the server's stdin; s2c, the server closed its stdout
     left: dict[str, int] = field(default_factory=dict)
@@ -115,7 +155,8 @@ class Seen:
     the model noticed on it: ("duplicate-request", the earlier Call), ("orphan-response", msg),
     ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages;
     ("response-on-get-stream", msg): an answer on the standalone GET stream of a session, which is no resumed
-    stream; ("malformed", the record's `problem`: what the recorder found wrong with the message)."""
+    stream; ("malformed", the record's `problem`: what the recorder found wrong with the message); ("transition",
+    (Session, Transition)): a step of a session's life this record made."""
 
     tape: str
     seq: int
@@ -163,6 +204,8 @@ class Model:
         self._settled_tokens = Recent(4096)
         self._run = 0  # capture.start count within the tape: each stdio run is a new session
         self._legacy_paths: dict[str, Session] = {}
+        self._started = False  # the tape holds a conversation's start (an initialize, a legacy channel opening)
+        self._dead: list[Session] = []  # dead sessions the client has not yet replaced by a new one
         # the hot loop: dispatch by kind, and ask only the observers that look at records of that kind
         self._handlers = {
             records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
@@ -186,6 +229,7 @@ class Model:
         self.tape = name
         self._run = 0
         self._exchanges = {}
+        self._started = False
         handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
         noted, settled = self._noted_observers, self._settled_now
         for seq, record in enumerate(items):
@@ -247,6 +291,23 @@ class Model:
             found = self.sessions[key] = Session(label, self.tape, transport)
         return found
 
+    def _sent_session(self, label: str, transport: str) -> Session:
+        """The session a request carries; one the tape never saw opened is unknown, or was opened before the
+        capture began."""
+        session = self.session(label, transport)
+        if session.opened is None and not session.unknown and not session.midway:
+            if self._started:
+                session.unknown = True
+            else:
+                session.midway = True
+        return session
+
+    def _transition(self, seen: Seen, session: Session, kind: str, status: int | None = None,
+                    injected: bool = False) -> Transition:
+        step = Transition(kind, seen.seq, seen.t, status, injected)
+        seen.note("transition", (session, step))
+        return step
+
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
         headers = r.get("headers") or []
@@ -254,9 +315,9 @@ class Model:
         sent = r.get("session")
         session: Session | None = None
         if sent and r.get("path") in self._legacy_paths:
-            session = self.session(sent, LEGACY_SSE)
+            session = self._sent_session(sent, LEGACY_SSE)
         elif sent:
-            session = self.session(sent, STREAMABLE)
+            session = self._sent_session(sent, STREAMABLE)
         elif version and version not in HANDSHAKE_VERSIONS:
             session = self.session(f"stateless:{self.tape}:conn{r.get('conn')}", STATELESS)
             session.version = version
@@ -264,6 +325,11 @@ class Model:
                       headers, r.get("msg"), injected=bool(r.get("injected")), mcp=r.get("mcp", True))
         if ex.method == "GET":
             ex.last_event_id = http.get(headers, http.LAST_EVENT_ID)
+        elif not sent and isinstance(ex.msg, dict) and ex.msg.get("method") == "initialize":
+            self._started = True
+            for dead in self._dead:  # the client starts anew: the sessions it lost are replaced
+                dead.superseded = self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
+            self._dead.clear()
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
         if session is not None and "msg" in r:
@@ -287,12 +353,15 @@ class Model:
             # the answer to initialize names the session it opened (ignore ids on error answers: the SDK mints a
             # throw-away one on its 400)
             ex.session = self.session(sent, STREAMABLE)
+            ex.session.opened = ex.session.opened or self._transition(seen, ex.session, OPENED, status)
         if ex.session is None and ex.msg is not None and ok:
             # no session at all: a stateless server answering a handshake-era client
             ex.session = self.session(f"sessionless:{self.tape}:conn{ex.conn}", STREAMABLE)
         session = seen.session = ex.session
         if session is None:
             return
+        if ex.sent_session and session.transport == STREAMABLE and status is not None:
+            self._lifecycle(seen, ex, session, status)
         if ex.msg is not None and not ex.calls_known:
             # the request that opened the session (initialize) is read now that its session is known
             ex.calls_known = True
@@ -300,6 +369,25 @@ class Model:
             self._messages(request, session, records.C2S, ex.msg, ex, settled)
         if "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
+
+    def _lifecycle(self, seen: Seen, ex: Exchange, session: Session, status: int) -> None:
+        """What the answer to a request that carried a session says of that session's life."""
+        r = seen.record
+        if session.dead is not None:  # how the server goes on answering it is for the rules to judge
+            if status >= 400 and session.refused_with is None:
+                session.refused_with = status
+            return
+        injected = bool(r.get("injected")) or ex.injected
+        if ex.method == "DELETE" and 200 <= status < 300:
+            kind = DELETED
+        elif status == 404 or status == 410 or (status in _REFUSALS and (session.unknown or _says_gone(r))):
+            kind = EXPIRED if injected else REFUSED  # (an unknown id refused at all: the server does not know it)
+        else:
+            return
+        session.dead = self._transition(seen, session, kind, status, injected)
+        if kind != DELETED:
+            session.refused_with = status
+        self._dead.append(session)
 
     def _sse_event(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
@@ -312,6 +400,8 @@ class Model:
         if r.get("event") == "endpoint" and r.get("data"):
             ex.session = self.session(r.get("session") or f"sse:{self.tape}:{ex.number}", LEGACY_SSE)
             self._legacy_paths[urlsplit(r["data"]).path] = ex.session
+            self._started = True
+            ex.session.opened = ex.session.opened or self._transition(seen, ex.session, OPENED)
         session = seen.session = ex.session
         if session is not None and "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
@@ -323,8 +413,8 @@ class Model:
             return
         ex.end = r.get("reason")
         seen.exchange, seen.session = ex, ex.session
-        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream:
-            ex.session.ended = True
+        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream and not ex.session.ended:
+            ex.session.ended = self._transition(seen, ex.session, ENDED, injected=ex.injected)
         ex.headers, ex.msg = [], None  # see Exchange
 
     def _stdio_session(self) -> Session:
@@ -334,7 +424,8 @@ class Model:
         session = seen.session = self._stdio_session()
         r = seen.record
         if r["kind"] == records.STDIO_EXIT:
-            session.ended = True
+            if not session.ended:
+                session.ended = self._transition(seen, session, ENDED)
         elif r["kind"] == records.STDIO_EOF:
             session.left.setdefault(r.get("dir"), seen.seq)
         elif "msg" in r:
@@ -411,6 +502,8 @@ class Model:
         call.response, call.response_seq = msg, seen.seq
         if call.method == "initialize" and "result" in msg:
             session.initialized = True
+            if session.opened is None:  # stdio and legacy: no id to hand out; the handshake opens it
+                session.opened = self._transition(seen, session, OPENED)
             version = msg["result"].get("protocolVersion") if isinstance(msg["result"], dict) else None
             session.version = version or session.version
         settled.append(call)
@@ -467,6 +560,17 @@ class Recent:
     def get(self, key: Any) -> Any:
         found = self.new.get(key)
         return self.old.get(key) if found is None else found
+
+
+def _says_gone(response: dict) -> bool:
+    """The server's own words, where they are the only evidence: a JSON-RPC error's message, or the text body."""
+    body = response.get("msg")
+    error = body.get("error") if isinstance(body, dict) else None
+    text = str(error.get("message", "")) if isinstance(error, dict) else ""
+    raw = response.get("raw")
+    if isinstance(raw, bytes):
+        text += " " + raw[:2000].decode("utf-8", "replace")
+    return bool(_SESSION_GONE.search(text))
 
 
 _NO_META: dict = {}

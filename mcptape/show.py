@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .model import STATELESS, STDIO, Model, Observer, Seen, Session
+from .model import OPENED, STATELESS, STDIO, Model, Observer, Seen, Session
 from .tape import records
 from .tape.file import Record
 from .wire import http, jsonrpc
@@ -33,6 +33,12 @@ class _Timeline(Observer):
         if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
                 and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
             lines[-1] += "  (era probe refused: a 2026-07-28 client falls back to initialize)"
+        for note, subject in seen.notes:
+            if note == "transition":  # a step of a session's life (model.py): opened, refused, deleted, …
+                changed, step = subject
+                status = f" {step.status}" if step.status is not None and step.kind != OPENED else ""
+                lines[-1] += f"  [session {_session_column(changed)[:8]} {step.kind}{status}" \
+                             f"{' by an edit' if step.injected else ''}]"
         session = _session_column(seen.session)
         return [_line(t, self.start, record, session, record.get("exchange"), what) for what in lines]
 

@@ -79,3 +79,38 @@ def test_live_edits_on_a_legacy_sse_server(ts_server, record):
     assert rec.stop()[0] == 0
     edits = [r for r in read(rec.tape).records if r["kind"] == "edit"]
     assert [e["detail"] for e in edits] == ["answered HTTP 404 instead"]
+
+
+def test_a_deleted_session_answered_400_by_the_typescript_server(ts_server, record):
+    """The TypeScript SDK server answers a request on a session it has itself deleted with 400 "No valid session ID
+    provided": the tape proves the session gone (its DELETE was answered 2xx), whatever the body says."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    rec = record(ts_server("streamableHttp"))
+    split = urlsplit(rec.url)
+
+    def send(method: str, msg: dict | None, session: str | None = None) -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if session:
+            headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        conn.request(method, split.path, body=json.dumps(msg) if msg else None, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        return response
+
+    session = send("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+                   ).getheader("mcp-session-id")
+    send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    assert send("DELETE", None, session).status == 200
+    assert send("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session).status == 400
+    rec.stop()
+    found = findings(rec.tape)
+    wrong = next(f for f in found if f["rule"] == "wrong-status-for-dead-session")
+    assert wrong["blames"] == "server" and wrong["transition"]["kind"] == "deleted"
+    assert "No valid session ID provided" in wrong["message"]
+    reuse = next(f for f in found if f["rule"] == "dead-session-reuse")
+    assert reuse["blames"] == "client"

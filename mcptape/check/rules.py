@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Recent, Seen, Session
+from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Recent, Seen,
+                     Session, Transition)
 from ..tape import records
 from ..wire import http, jsonrpc
 from . import spec
@@ -81,12 +82,13 @@ def _rests_on_edit(call: Call) -> bool:
 
 
 def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str, method: str | None = None,
-                 request_id: Any = None, direction: str | None = None) -> Finding:
+                 request_id: Any = None, direction: str | None = None, transition: Transition | None = None) -> Finding:
     ex = seen.exchange
     method = method if isinstance(method, str) else None  # a message read off the wire may have any method
     return Finding(rule, severity, seen.tape, seen.session.label if seen.session else (ex.sent_session if ex else None),
                    direction or seen.record.get("dir"), request_id, method, message, clause, seen.seq, seen.t,
-                   bool(seen.record.get("injected")))
+                   bool(seen.record.get("injected")) or (transition is not None and transition.injected),
+                   transition=transition.to_json() if transition is not None else None)
 
 
 def _who(direction: str) -> tuple[str, str]:
@@ -143,7 +145,7 @@ class Calls(Observer):
     @staticmethod
     def _ended(call: Call) -> str | None:
         session, ex = call.session, call.exchange
-        if session.dead or session.deleted:
+        if session.dead:
             return "its session ended"
         if session.transport == STDIO:
             if call.dir == records.S2C and records.C2S in session.left:
@@ -218,10 +220,6 @@ class Messages(Observer):
         return kind in (records.HTTP_REQUEST, records.SSE_EVENT)
 
 
-_SESSION_GONE = re.compile(r"session.*(not found|expired|invalid|unknown|terminated|no longer)|"
-                           r"(unknown|invalid|expired|stale) session", re.IGNORECASE)
-
-
 class Sessions(Observer):
     """The session lifecycle on Streamable HTTP: dead sessions, re-initialization, statuses, headers."""
 
@@ -229,10 +227,7 @@ class Sessions(Observer):
 
     def __init__(self) -> None:
         self.reuse: dict[int, tuple[Session, list[tuple[int, float]]]] = {}
-        self.died_by_404: dict[int, tuple[Session, Seen]] = {}
-        self.initialize_after: list[float] = []  # times of initialize requests sent without a session id
-        self.wrong_status_reported: set[int] = set()
-        self.injected_death: set[int] = set()  # sessions an edit declared dead (the answer was injected)
+        self.reported: set[tuple[str, int]] = set()  # (rule, id(session)): said once per session
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         kind = seen.record["kind"]
@@ -254,12 +249,15 @@ class Sessions(Observer):
         ex, r = seen.exchange, seen.record
         msg = r.get("msg") if isinstance(r.get("msg"), dict) else {}
         method = msg.get("method")
-        if method == "initialize" and not ex.sent_session:
-            self.initialize_after.append(seen.t)
         session = seen.session
         if session is not None and session.transport == STREAMABLE and ex.sent_session == session.label:
-            if session.dead is not None and ex.method in ("POST", "GET") and session.dead[0] != seen.seq:
+            if session.dead is not None and ex.method in ("POST", "GET"):
                 self.reuse.setdefault(id(session), (session, []))[1].append((seen.seq, seen.t))
+            if session.midway and self._once("capture-incomplete", session):
+                found.append(about_record("capture-incomplete", "info", seen,
+                                          f"the recording began after session {session.label} was opened: what "
+                                          f"came before is not in the tape", spec.CAPTURE, method, msg.get("id"),
+                                          records.C2S))
             sent = ex.version_header
             if (session.initialized and session.version and session.version >= "2025-06-18"
                     and sent != session.version):
@@ -297,29 +295,17 @@ class Sessions(Observer):
         session = seen.session
         request = ex.msg if isinstance(ex.msg, dict) else {}
         method, request_id = request.get("method"), request.get("id")
-        body = r.get("msg")
-        # what the server said, for the error statuses that are told apart by it
-        text = _text(body) + " " + (r.get("raw") or b"").decode("utf-8", "replace") if status >= 400 else ""
-        if ex.sent_session and session is not None and session.transport == STREAMABLE:
-            if session.dead is None and r.get("injected") and (
-                    status == 404 or (status in (400, 401, 410) and _SESSION_GONE.search(text))):
-                self.injected_death.add(id(session))  # an edit declared it dead, not the server
-            if status == 404 and session.dead is None:
-                session.dead = (ex.seq, seen.t, 404)
-                self.died_by_404[id(session)] = (session, seen)
-            elif status in (400, 401, 410) and _SESSION_GONE.search(text):
-                if session.dead is None:
-                    session.dead = (ex.seq, seen.t, status)
-                if id(session) not in self.wrong_status_reported:
-                    self.wrong_status_reported.add(id(session))
-                    found.append(about_record(
-                        "wrong-status-for-dead-session", "warning", seen,
-                        f"the server answered a dead or unknown session with {status} ({text.strip()[:80]!r}) instead "
-                        f"of 404; clients only re-initialize on 404", spec.SESSION_404, method, request_id, records.C2S))
-            elif ex.method == "DELETE" and 200 <= status < 300:
-                session.deleted = True
-                session.dead = session.dead or (ex.seq, seen.t, status)
-        if status in (401, 403) and not _SESSION_GONE.search(text):
+        dead = session.dead if ex.sent_session and session is not None and session.transport == STREAMABLE else None
+        if (dead is not None and status != 404 and (dead.seq == seen.seq or dead.seq < ex.seq)
+                and not (dead.seq == seen.seq and dead.kind == DELETED) and self._once("wrong-status", session)):
+            # refused, or served, though the tape shows it gone: whatever the body says
+            said = _said(r)
+            found.append(about_record(
+                "wrong-status-for-dead-session", "warning", seen,
+                f"the server answered {_what_died(session, dead, seen.seq)} with {status}"
+                f"{f' ({said!r})' if said else ' (no body)'} instead of 404; clients only re-initialize on 404",
+                spec.SESSION_404, method, request_id, records.C2S, dead))
+        if status in (401, 403) and dead is None:  # (about a session the tape shows gone, not about credentials)
             found.append(about_record("auth-rejected", "info", seen,
                                       f"the server refused the request's credentials ({status})", spec.AUTH, method,
                                       request_id, records.C2S))
@@ -329,11 +315,18 @@ class Sessions(Observer):
                                       f"202 Accepted answered the request {method} #{request_id}: it will never get a "
                                       f"response", spec.ACCEPTED_202, method, request_id, records.C2S))
         if (status == 400 and not ex.sent_session and method not in (None, "initialize")
-                and (ex.version_header or "2025") in _HANDSHAKE and "session" in text.lower()):
+                and (ex.version_header or "2025") in _HANDSHAKE and "session" in _said(r).lower()):
             found.append(about_record("missing-session-id", "error", seen,
-                                      f"{method} was sent without MCP-Session-Id and refused ({text.strip()[:80]!r})",
+                                      f"{method} was sent without MCP-Session-Id and refused ({_said(r)!r})",
                                       spec.SESSION_HEADER, method, request_id, records.C2S))
         return found
+
+    def _once(self, rule: str, session: Session) -> bool:
+        key = (rule, id(session))
+        if key in self.reported:
+            return False
+        self.reported.add(key)
+        return True
 
     def _stdio_order(self, seen: Seen) -> list[Finding]:
         msg = seen.record.get("msg")
@@ -349,31 +342,41 @@ class Sessions(Observer):
 
     def finish(self, model: Model) -> Iterator[Finding]:
         for session, uses in self.reuse.values():
-            first, last = uses[0], uses[-1]
-            dead_seq, _, status = session.dead
+            first, last, dead = uses[0], uses[-1], session.dead
+            how = ("after the client deleted it" if dead.kind == DELETED else
+                   f"after {'an edit' if dead.kind == EXPIRED else 'the server'} declared it dead ({dead.status}")
             yield Finding("dead-session-reuse", "error", session.tape, session.label, records.C2S, None, None,
-                          f"{len(uses)} request(s) still carried session {session.label} after the server declared it "
-                          f"dead ({status} at record {dead_seq}), over {last[1] - first[1]:.1f}s",
-                          spec.REINITIALIZE if status == 404 else spec.SESSION_404, first[0], first[1],
-                          id(session) in self.injected_death)
-        for session, seen in self.died_by_404.values():
-            later = [u for u in self.reuse.get(id(session), (None, []))[1] if u[1] >= seen.t]
-            if later and not any(t >= seen.t for t in self.initialize_after):
+                          f"{len(uses)} request(s) still carried session {session.label} {how} at record "
+                          f"{dead.seq}{')' if dead.kind != DELETED else ''}, over {last[1] - first[1]:.1f}s",
+                          spec.REINITIALIZE if dead.status == 404 else spec.SESSION_404, first[0], first[1],
+                          dead.injected, transition=dead.to_json())
+            if dead.status == 404 and session.superseded is None:
                 yield Finding("no-reinitialize", "error", session.tape, session.label, records.C2S, None, None,
-                              f"after 404 for session {session.label} (record {seen.seq}) the client sent "
-                              f"{len(later)} more request(s) but never a new initialize without a session id",
-                              spec.REINITIALIZE, seen.seq, seen.t, id(session) in self.injected_death)
+                              f"after 404 for session {session.label} (record {dead.seq}) the client sent "
+                              f"{len(uses)} more request(s) but never a new initialize without a session id",
+                              spec.REINITIALIZE, dead.seq, dead.t, dead.injected, transition=dead.to_json())
 
 
 _HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2025")
 
 
-def _text(body: Any) -> str:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            return str(error.get("message", ""))
-    return ""
+def _said(response: dict) -> str:
+    """What a refusal said, shortened: its JSON-RPC error message, or its text body."""
+    body = response.get("msg")
+    error = body.get("error") if isinstance(body, dict) else None
+    text = str(error.get("message", "")) if isinstance(error, dict) else ""
+    raw = response.get("raw")
+    if not text and isinstance(raw, bytes):
+        text = raw[:200].decode("utf-8", "replace")
+    return text.strip()[:80]
+
+
+def _what_died(session: Session, dead: Transition, seq: int) -> str:
+    if dead.seq == seq:  # this answer is the first to say it is gone
+        return "an unknown session (the tape never saw it opened)" if session.unknown else "a session it refused"
+    return {DELETED: f"a session the client had deleted (record {dead.seq})",
+            EXPIRED: f"a session an edit had expired (record {dead.seq})"}.get(
+        dead.kind, f"a session it had refused with {dead.status} (record {dead.seq})")
 
 
 def _is_id_key(key: str) -> bool:

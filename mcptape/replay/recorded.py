@@ -165,8 +165,6 @@ class _Collect(Observer):
             answer.body, answer.raw, answer.body_t = r.get("msg"), r.get("raw"), seen.t
             if answer.session is None:
                 self._bind(answer, seen)
-            else:
-                self._dead_status(answer, seen)
         elif kind == records.SSE_EVENT and (answer := self.by_exchange.get(r.get("exchange"))):
             if answer.session is None and seen.session is not None:
                 self._bind(answer, seen)  # a legacy GET learns its session from its endpoint event
@@ -203,12 +201,6 @@ class _Collect(Observer):
         session.answers.append(answer)
         if answer.method == "initialize" and session.initialize is None:
             session.initialize = answer
-        self._dead_status(answer, seen)
-
-    def _dead_status(self, answer: Answer, seen: Seen) -> None:
-        session = self.sessions[answer.session]
-        if answer.status in (404, 400, 401, 410) and seen.exchange and seen.exchange.sent_session:
-            session.dead_status = session.dead_status or answer.status
 
     def _stdio(self, seen: Seen) -> None:
         r, msg = seen.record, seen.record["msg"]
@@ -256,6 +248,7 @@ def load(path: str) -> Recording:
     entry = next((a.path for a in collect.answers if a.http_method), "/mcp")  # a stdio tape is served at /mcp
     for session, seen in collect.model_sessions:
         session.version = seen.version
+        session.dead_status = seen.refused_with  # the model's lifecycle: how the server refused it, if it did
         _place_standalone_events(session)
         _other_streams(session)
     versions = [s.version for s in collect.sessions.values() if s.version]
