@@ -121,6 +121,17 @@ def record(tmp_path: Path) -> Iterator:
         stop(recording.proc, signal.SIGKILL)
 
 
+def write_tape(path, items: list[dict]) -> str:
+    """A tape of synthetic records (made with mcptape.tape.records), for the fast in-process tests."""
+    from mcptape.tape import records
+    from mcptape.tape.file import Writer
+
+    with Writer(path, records.header(0.0, "test"), "force") as writer:
+        for record in items:
+            writer.write(record)
+    return str(path)
+
+
 def run_mcptape(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([MCPTAPE, *args], capture_output=True, text=True, timeout=60, **kwargs)
 

@@ -18,8 +18,10 @@ from mcptape.replay.recorded import load
 from mcptape.replay.serve import Replayer
 from mcptape.show import timeline
 from mcptape.tape import json_form, records
-from mcptape.tape.file import Reader, Writer
+from mcptape.tape.file import Reader
 from mcptape.wire import jsonrpc, sse
+
+from .conftest import write_tape
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "x", "1", "initialize"]),
                     st.floats(allow_nan=False, allow_infinity=False))
@@ -74,18 +76,11 @@ def tape_records(draw):
     return out
 
 
-def _write(path: Path, items: list[dict]) -> str:
-    with Writer(path, records.header(0.0, "test"), "force") as writer:
-        for record in items:
-            writer.write(record)
-    return str(path)
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tape_records())
 def test_every_reader_takes_every_tape(items):
     with tempfile.TemporaryDirectory() as tmp:
-        path = _write(Path(tmp) / "any.mcptape", items)
+        path = write_tape(Path(tmp) / "any.mcptape", items)
         assert len(list(timeline(path, Reader(path)))) >= 1 + len(items)
         findings = list(check([path]))
         assert all(f.rule and f.spec for f in findings)

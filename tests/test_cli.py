@@ -10,7 +10,7 @@ import pytest
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import free_port, run_mcptape
+from .conftest import free_port, run_mcptape, write_tape
 
 
 def one_line_error(result, contains: str) -> None:
@@ -87,12 +87,9 @@ def test_usage_errors_exit_2(tmp_path, flag):
 
 def _many_findings(path) -> str:
     from mcptape.tape import records
-    from mcptape.tape.file import Writer
 
-    with Writer(path, records.header(0.0, "test")) as writer:
-        for i in range(5000):  # far more output than a pipe holds: the writer meets the closed pipe
-            writer.write(records.stdio_line(float(i), records.S2C, b"not json"))
-    return str(path)
+    # far more output than a pipe holds: the writer meets the closed pipe
+    return write_tape(path, [records.stdio_line(float(i), records.S2C, b"not json") for i in range(5000)])
 
 
 @pytest.mark.parametrize("command", [["check"], ["diff", "EMPTY"]])
@@ -104,11 +101,7 @@ def test_a_reader_that_leaves_early_does_not_change_the_exit_code(tmp_path, comm
 
     tape = _many_findings(tmp_path / "many.mcptape")
     if command[0] == "diff":
-        from mcptape.tape import records
-        from mcptape.tape.file import Writer
-
-        Writer(tmp_path / "empty.mcptape", records.header(0.0, "test")).close()
-        command = ["diff", str(tmp_path / "empty.mcptape")]
+        command = ["diff", write_tape(tmp_path / "empty.mcptape", [])]
     proc = subprocess.Popen([MCPTAPE, *command, tape], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()
     proc.stdout.close()  # as `head -1` does

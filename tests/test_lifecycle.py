@@ -15,7 +15,9 @@ from mcptape.check.rules import all_rules
 from mcptape.model import Model
 from mcptape.show import timeline
 from mcptape.tape import records
-from mcptape.tape.file import Reader, Writer
+from mcptape.tape.file import Reader
+
+from .conftest import write_tape
 
 JSON = [("content-type", "application/json")]
 
@@ -79,10 +81,7 @@ class Synth:
         return self.post(None, session, status, method="DELETE")
 
     def write(self) -> str:
-        with Writer(self.path, records.header(0.0, "test")) as writer:
-            for record in self.items:
-                writer.write(record)
-        return str(self.path)
+        return write_tape(self.path, self.items)
 
     def findings(self) -> list[dict]:
         return [f.to_json() for f in check([self.write()])]
@@ -217,11 +216,8 @@ def test_stdio_and_legacy_sessions_open_and_end(tmp_path):
              records.stdio_line(1.0, records.C2S, json.dumps(rpc(1, "initialize")).encode()),
              records.stdio_line(1.0, records.S2C, json.dumps(result(1)).encode()),
              records.stdio_exit(2.0, 0)]
-    path = tmp_path / "stdio.mcptape"
-    with Writer(path, records.header(0.0, "t")) as writer:
-        for record in items:
-            writer.write(record)
-    shown = "\n".join(timeline(str(path), Reader(path)))
+    path = write_tape(tmp_path / "stdio.mcptape", items)
+    shown = "\n".join(timeline(path, Reader(path)))
     assert "[session stdio#1 opened]" in shown and "[session stdio#1 ended]" in shown
     items = [records.capture_start(0.0, "t", {}, {}),
              records.http_request(1.0, 0, 0, "GET", "/sse", [], [], None, None, True, {}),
@@ -229,11 +225,8 @@ def test_stdio_and_legacy_sessions_open_and_end(tmp_path):
              {**records.sse_event(1.0, 0, sse.Event(event="endpoint", data="/messages/?session_id=abc")),
               "session": "abc"},
              records.end(2.0, 0, records.COMPLETE)]
-    path = tmp_path / "legacy.mcptape"
-    with Writer(path, records.header(0.0, "t")) as writer:
-        for record in items:
-            writer.write(record)
-    shown = "\n".join(timeline(str(path), Reader(path)))
+    path = write_tape(tmp_path / "legacy.mcptape", items)
+    shown = "\n".join(timeline(path, Reader(path)))
     assert "[session abc opened]" in shown and "[session abc ended]" in shown
 
 

@@ -237,29 +237,16 @@ def test_a_stdio_servers_own_request_waits_for_the_clients_answer(tmp_path):
 
 
 def test_a_legacy_http_sse_tape_replays_over_that_transport(demo_server, record):
-    from mcp import ClientSession
     from mcp.client.sse import sse_client
 
-    async def legacy(url: str) -> list[str]:
-        progress: list[str] = []
-
-        async def on_progress(p, total, message) -> None:
-            progress.append(f"{p}/{total}")
-
-        async with sse_client(url) as streams, ClientSession(*streams) as session:
-            await session.initialize()
-            tools = await session.list_tools()
-            added = await session.call_tool("add", {"a": 4, "b": 5})
-            counted = await session.call_tool("countdown", {"steps": 2}, progress_callback=on_progress)
-            return [",".join(sorted(t.name for t in tools.tools)), str(added.structured_content),
-                    counted.content[0].text, *progress]
+    from .test_replay_across import legacy_session
 
     rec = record(demo_server("--sse"))
-    direct = anyio.run(legacy, rec.url)
+    direct = anyio.run(legacy_session, sse_client(rec.url))
     rec.stop()
     with replaying(str(rec.tape)) as url:
         assert url.endswith("/sse")
-        assert anyio.run(legacy, url) == direct
+        assert anyio.run(legacy_session, sse_client(url)) == direct
 
 
 def test_stdio_replay_keeps_the_recorded_pace_when_asked(stdio_tape):
@@ -381,12 +368,12 @@ def test_a_miss_names_the_closest_message_of_its_own_kind(tmp_path):
     from mcptape.replay.recorded import load
     from mcptape.replay.serve import Replayer
     from mcptape.tape import records
-    from mcptape.tape.file import Writer
 
-    path = tmp_path / "t.mcptape"
-    with Writer(path, records.header(0.0, "test")) as writer:
-        for line in (INIT, {"jsonrpc": "2.0", "method": "tools/call"}, call(2, "add", {"a": 1, "b": 2})):
-            writer.write(records.stdio_line(1.0, records.C2S, json.dumps(line).encode()))
-    replayer = Replayer(load(str(path)))
+    from .conftest import write_tape
+
+    path = write_tape(tmp_path / "t.mcptape", [
+        records.stdio_line(1.0, records.C2S, json.dumps(line).encode())
+        for line in (INIT, {"jsonrpc": "2.0", "method": "tools/call"}, call(2, "add", {"a": 1, "b": 2}))])
+    replayer = Replayer(load(path))
     outcome = replayer.answer(call(5, "add", {"a": 9}), replayer.open_session())
     assert "closest: record 2 tools/call" in outcome.body["error"]["message"], outcome.body
