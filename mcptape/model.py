@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from .tape import records
 from .wire import http, jsonrpc
 
-# How a session reached us. The rules each transport obeys differ (reference/mcp-wire.md section 1).
+# How a session reached us. The rules each transport obeys differ (the transports of each MCP revision).
 STDIO = "stdio"
 LEGACY_SSE = "http+sse"  # 2024-11-05
 STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
@@ -31,7 +31,8 @@ STATELESS = "stateless-http"  # 2026-07-28
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
-# A session's life, decided here once and read by check, show, diff and replay (reference/mcp-wire.md section 4):
+# A session's life, decided here once and read by check, show, diff and replay (Streamable HTTP › Session
+# Management for the HTTP steps):
 OPENED = "opened"  # initialize answered with its id, a legacy endpoint announced, a stdio initialize answered
 REFUSED = "refused"  # a request carrying it got a status that says it is gone (the server's own word)
 DELETED = "deleted"  # the client's DELETE was answered 2xx
@@ -562,15 +563,19 @@ class Recent:
         return self.old.get(key) if found is None else found
 
 
-def _says_gone(response: dict) -> bool:
-    """The server's own words, where they are the only evidence: a JSON-RPC error's message, or the text body."""
+def refusal_text(response: dict) -> str:
+    """What an HTTP refusal said: its JSON-RPC error's message, else its text body (the start of it)."""
     body = response.get("msg")
     error = body.get("error") if isinstance(body, dict) else None
-    text = str(error.get("message", "")) if isinstance(error, dict) else ""
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"]).strip()
     raw = response.get("raw")
-    if isinstance(raw, bytes):
-        text += " " + raw[:2000].decode("utf-8", "replace")
-    return bool(_SESSION_GONE.search(text))
+    return raw[:2000].decode("utf-8", "replace").strip() if isinstance(raw, bytes) else ""
+
+
+def _says_gone(response: dict) -> bool:
+    """The server's own words, where they are the only evidence."""
+    return bool(_SESSION_GONE.search(refusal_text(response)))
 
 
 _NO_META: dict = {}

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Recent, Seen,
-                     Session, Transition)
+                     Session, Transition, refusal_text)
 from ..tape import records
 from ..wire import http, jsonrpc
 from . import spec
@@ -361,14 +361,7 @@ _HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2025")
 
 
 def _said(response: dict) -> str:
-    """What a refusal said, shortened: its JSON-RPC error message, or its text body."""
-    body = response.get("msg")
-    error = body.get("error") if isinstance(body, dict) else None
-    text = str(error.get("message", "")) if isinstance(error, dict) else ""
-    raw = response.get("raw")
-    if not text and isinstance(raw, bytes):
-        text = raw[:200].decode("utf-8", "replace")
-    return text.strip()[:80]
+    return refusal_text(response)[:80]
 
 
 def _what_died(session: Session, dead: Transition, seq: int) -> str:

@@ -1,5 +1,5 @@
 """The spec clause each finding rests on, quoted from the MCP specification (2025-11-25 unless the rule is about
-another revision; reference/mcp-wire.md has the per-revision wording)."""
+another revision)."""
 
 CANCELLATION = ('2025-11-25 Utilities › Cancellation › Behavior Requirements: receivers SHOULD "Not send a response '
                 'for the cancelled request"; "The sender of the cancellation notification SHOULD ignore any response '
@@ -46,5 +46,5 @@ HEADERS_2026 = ('2026-07-28 Transports › Streamable HTTP › Standard headers:
                 'Mcp-Name match the body, and MCP-Protocol-Version MUST equal _meta["io.modelcontextprotocol/protocolVersion"]')
 AUTH = '2025-11-25 Basic › Authorization: a 401 or 403 means the request\'s credentials were refused'
 DEAD_ID = ('An identifier issued by a server lives as long as the server keeps it; reusing one that died with an '
-           'earlier session or process gets "not found" (seed 002)')
+           'earlier session or process gets "not found"')
 CAPTURE = 'not a protocol rule: the recording does not show how this ended'
