@@ -85,10 +85,8 @@ class ChannelEditor:
     def expect(self, request: dict, plan: Plan, exchange: int) -> None:
         editor = StreamEditor(plan, request.get("id"), exchange)
         self.requests[jsonrpc.id_key(request.get("id"))] = editor
-        params = request.get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and meta.get("progressToken") is not None:
-            self.tokens[jsonrpc.id_key(meta["progressToken"])] = editor
+        if (token := jsonrpc.progress_token(request)) is not None:
+            self.tokens[jsonrpc.id_key(token)] = editor
 
     def editor_for(self, event: dict) -> StreamEditor | None:
         if event.get("event") == "endpoint" and event.get("session"):
@@ -101,8 +99,7 @@ class ChannelEditor:
                 self.tokens = {token: e for token, e in self.tokens.items() if e is not editor}
             return editor
         if kind == "notification" and msg.get("method") == "notifications/progress":
-            params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-            return self.tokens.get(jsonrpc.id_key(params.get("progressToken")))
+            return self.tokens.get(jsonrpc.id_key(jsonrpc.progress_of(msg)))
         return None
 
 

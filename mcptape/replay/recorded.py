@@ -187,8 +187,9 @@ class _Collect(Observer):
         if "id" in msg and "method" not in msg:
             owner = next((a for a in reversed(posts) if a.request.get("id") == msg["id"]), None)
         else:
-            token = (msg.get("params") or {}).get("progressToken") if isinstance(msg.get("params"), dict) else None
-            owner = next((a for a in reversed(posts) if token is not None and _token(a.request) == token), None)
+            token = jsonrpc.progress_of(msg)
+            owner = next((a for a in reversed(posts)
+                          if token is not None and jsonrpc.progress_token(a.request) == token), None)
             owner = owner or next((a for a in reversed(posts) if "id" in a.request), None)
         if owner is not None:
             owner.channel.append(event)
@@ -223,19 +224,14 @@ class _Collect(Observer):
             elif kind in ("notification", "request"):
                 # notifications and server-initiated requests (sampling, elicitation, roots) go out before the
                 # answer of the call they belong to: by progress token, or the one call in flight
-                token = (message.get("params") or {}).get("progressToken") if isinstance(message.get("params"), dict) else None
-                owner = next((a for a in self.stdio_open.values() if token is not None and _token(a.request) == token),
+                token = jsonrpc.progress_of(message)
+                owner = next((a for a in self.stdio_open.values()
+                              if token is not None and jsonrpc.progress_token(a.request) == token),
                              None)
                 if owner is None and len(self.stdio_open) == 1:
                     owner = next(iter(self.stdio_open.values()))
                 if owner is not None:
                     owner.lines.append({"msg": message, "t": seen.t})
-
-
-def _token(request: Any) -> Any:
-    params = request.get("params") if isinstance(request, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("progressToken") if isinstance(meta, dict) else None
 
 
 def load(path: str) -> Recording:
@@ -292,5 +288,3 @@ def _other_streams(session: RecordedSession) -> None:
                 owner.elsewhere.append(event)
 
 
-def progress_token(request: Any) -> Any:
-    return _token(request)

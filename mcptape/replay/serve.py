@@ -15,7 +15,7 @@ from ..edits import Editor, check_transport
 from ..model import LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
-from .recorded import Answer, RecordedSession, Recording, progress_token
+from .recorded import Answer, RecordedSession, Recording
 
 MISS_CODE = -32603
 
@@ -97,9 +97,9 @@ class Replayer:
         maps = session or self.sessionless
         if isinstance(recorded.request, dict) and "id" in recorded.request:
             maps.ids[jsonrpc.id_key(recorded.request["id"])] = live.get("id")
-        token = progress_token(recorded.request)
+        token = jsonrpc.progress_token(recorded.request)
         if token is not None:
-            maps.tokens[jsonrpc.id_key(token)] = progress_token(live)
+            maps.tokens[jsonrpc.id_key(token)] = jsonrpc.progress_token(live)
         return self._outcome(recorded, maps, session, stdio)
 
     def _has_ping(self, session: LiveSession | None) -> bool:

@@ -117,6 +117,19 @@ def messages(value: JSON) -> list[JSON] | tuple[JSON]:
     return value if isinstance(value, list) else (value,)
 
 
+def progress_token(request: JSON) -> Any:
+    """The token a request asks its progress under (params._meta.progressToken), or None."""
+    params = request.get("params") if isinstance(request, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def progress_of(notification: JSON) -> Any:
+    """The token a progress notification reports for (params.progressToken), or None."""
+    params = notification.get("params") if isinstance(notification, dict) else None
+    return params.get("progressToken") if isinstance(params, dict) else None
+
+
 def id_key(value: JSON) -> Any:
     """A request id as a dict key that compares as JSON does: 1 and "1" are different ids (and different keys);
     anything else (a bool, a float, an object: not valid ids, but seen on the wire) is keyed by its type and text."""
