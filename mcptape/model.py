@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from .tape import records
 from .wire import http, jsonrpc
 
-# How a session reached us. The rules each transport obeys differ (the transports of each MCP revision).
+# How a session reached us. The rules each transport obeys differ (docs/transports.md).
 STDIO = "stdio"
 LEGACY_SSE = "http+sse"  # 2024-11-05
 STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
@@ -31,8 +31,7 @@ STATELESS = "stateless-http"  # 2026-07-28
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
-# A session's life, decided here once and read by check, show, diff and replay (Streamable HTTP › Session
-# Management for the HTTP steps):
+# A session's life, decided here once and read by check, show, diff and replay (docs/sessions.md):
 OPENED = "opened"  # initialize answered with its id, a legacy endpoint announced, a stdio initialize answered
 REFUSED = "refused"  # a request carrying it got a status that says it is gone (the server's own word)
 DELETED = "deleted"  # the client's DELETE was answered 2xx

@@ -18,8 +18,8 @@ from . import spec
 
 SEVERITIES = ("error", "warning", "info")
 
-# Whom each rule blames: a side, nobody, or the sender or receiver of what the finding is about (its `dir`: the
-# request's direction for a finding about a call, the record's for one about a message).
+# Whom each rule blames (docs/rules.md): a side, nobody, or the sender or receiver of what the finding is about (its
+# `dir`: the request's direction for a finding about a call, the record's for one about a message).
 CLIENT, SERVER, NONE, SENDER, RECEIVER = "client", "server", "none", "sender", "receiver"
 BLAMES = {
     "unanswered-request": RECEIVER, "capture-incomplete": NONE, "cancelled-without-response": NONE,

@@ -1,5 +1,5 @@
 """The spec clause each finding rests on, quoted from the MCP specification (2025-11-25 unless the rule is about
-another revision)."""
+another revision; docs/rules.md says what each rule rests on and whom it blames)."""
 
 CANCELLATION = ('2025-11-25 Utilities › Cancellation › Behavior Requirements: receivers SHOULD "Not send a response '
                 'for the cancelled request"; "The sender of the cancellation notification SHOULD ignore any response '
