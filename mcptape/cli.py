@@ -455,6 +455,7 @@ def edits_(tape, edit, edits_file):
       mcptape edits run.mcptape --edits faults.txt
     """
     from .edits import describe, dry_run
+    from .tape import records
     from .tape.file import Reader, TapeError
     from .wire import jsonrpc
 
@@ -462,10 +463,10 @@ def edits_(tape, edit, edits_file):
         raise Failure("give the edits to try: --edit EDIT (repeatable) or --edits FILE")
     try:
         reader = Reader(tape)
-        stdio = any(r.get("kind") == "stdio.line" for r in Reader(tape))
+        stdio = any(r.get("kind") == records.STDIO_LINE for r in Reader(tape))
         editor = _editor(edit, edits_file, stdio=stdio)
         for seq, record, plan in dry_run(editor, reader):
-            where = record.get("method", "") + " " if record.get("kind") == "http.request" else ""
+            where = record.get("method", "") + " " if record.get("kind") == records.HTTP_REQUEST else ""
             what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""
             session = f"  [session {record['session'][:8]}]" if record.get("session") else ""
             click.echo(f"record {seq:>6}  {where}{what}{session}")

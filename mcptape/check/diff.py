@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Call, Model, Observer, collector_paused
-from ..wire import pointer
+from ..wire import jsonrpc, pointer
 from ..tape.file import Reader, decode_payload, pack
 from .rules import Finding, all_rules
 
@@ -113,14 +113,14 @@ def _outcome(call: Call) -> str:
     return "cancelled" if call.cancel else "unanswered"
 
 
-_NOISE = {"progressToken", "requestId", "io.modelcontextprotocol/related-task"}
 
 
 def _drop_noise(value: Any) -> Any:
     """A copy without what differs from run to run anyway (progress tokens, request ids in cancellations)."""
     # runs on every call of both tapes: recurse into containers only, not into each string and number
     if isinstance(value, dict):
-        return {k: _drop_noise(v) if isinstance(v, (dict, list)) else v for k, v in value.items() if k not in _NOISE}
+        return {k: _drop_noise(v) if isinstance(v, (dict, list)) else v for k, v in value.items()
+                if k not in jsonrpc.VOLATILE_KEYS}
     if isinstance(value, list):
         return [_drop_noise(v) if isinstance(v, (dict, list)) else v for v in value]
     return value

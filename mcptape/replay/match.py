@@ -14,7 +14,6 @@ from typing import Any
 from ..wire import jsonrpc, pointer
 from .recorded import Answer
 
-VOLATILE_META = ("progressToken", "traceparent", "tracestate", "baggage")
 
 
 def normalize(msg: Any, ignore: list[list[str]]) -> Any:
@@ -26,7 +25,7 @@ def normalize(msg: Any, ignore: list[list[str]]) -> Any:
         params = dict(params)
         meta = params.get("_meta")
         if isinstance(meta, dict):
-            meta = {k: v for k, v in meta.items() if k not in VOLATILE_META}
+            meta = {k: v for k, v in meta.items() if k not in jsonrpc.VOLATILE_KEYS}
             if meta:
                 params["_meta"] = meta
             else:

@@ -5,10 +5,10 @@ Every record has `kind` and `t` (seconds since the epoch, as the byte passed the
 position in the tape (0 = first record after the header); it is derived on reading, never stored.
 """
 
-from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from types import UnionType
+from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ..wire import jsonrpc
 from .file import FORMAT
@@ -42,35 +42,132 @@ PROXY_ERROR = "proxy-error"
 END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHABLE, PROXY_STOPPED, PROXY_ERROR)
 
 
-# The fields each kind carries and their types, as the README's format table gives them: what `import` checks a
-# record against before it becomes part of a tape (a tape mcptape wrote has them by construction). A field marked
-# required is one every reader relies on; the others are checked when present.
-_NUMBER = (int, float, Decimal)
-_TEXT = (str,)
-_MAYBE_TEXT = (str, type(None))
-_INT = (int,)
-_ANY = (object,)
-_BODY = {"msg": _ANY, "raw": (bytes,), "problem": _TEXT}
-_EXCHANGE = {"exchange": _INT}
-FIELDS: dict[str, tuple[dict[str, tuple], dict[str, tuple]]] = {  # kind -> (required, optional)
-    HEADER: ({"format": _INT}, {"tool": _TEXT}),
-    CAPTURE_START: ({}, {"tool": _TEXT, "source": (dict,), "redaction": (dict,)}),
-    CAPTURE_STOP: ({}, {"reason": _TEXT}),
-    HTTP_REQUEST: ({**_EXCHANGE, "method": _TEXT, "path": _TEXT},
-                   {"conn": (int, type(None)), "dir": _TEXT, "query": (list,), "headers": (list,),
-                    "session": _MAYBE_TEXT, "protocol_version": _MAYBE_TEXT, "mcp": (bool,), **_BODY}),
-    HTTP_RESPONSE: ({**_EXCHANGE, "status": _INT},
-                    {"dir": _TEXT, "reason": _TEXT, "headers": (list,), "session": _MAYBE_TEXT, **_BODY}),
-    SSE_EVENT: (_EXCHANGE, {"dir": _TEXT, "id": _TEXT, "event": _TEXT, "retry": _INT, "comments": (list,),
-                            "data": _TEXT, "session": _MAYBE_TEXT, "rewritten_to": _TEXT, **_BODY}),
-    END: ({**_EXCHANGE, "reason": _TEXT}, {"detail": _TEXT}),
-    STDIO_LINE: ({"dir": _TEXT}, {"partial": (bool,), **_BODY}),
-    STDIO_STDERR: ({}, {"text": _TEXT, "raw": (bytes,), "problem": _TEXT}),
-    STDIO_EXIT: ({}, {"code": (int, type(None)), "signal": _TEXT, "error": _TEXT}),
-    STDIO_EOF: ({"dir": _TEXT}, {}),
-    EDIT: ({}, {"edits": (list,), "detail": _TEXT, "exchange": _INT, "request_id": _ANY, "withheld": _ANY}),
+# The fields of each kind, defined once, as typed dicts (no run-time cost: records stay plain dicts). Readers may
+# rely on the fields without NotRequired; the recorder writes most of the others too, and `import` checks every
+# field present against its type (FIELDS, derived from these below). The README's format table mirrors them.
+class _Common(TypedDict):
+    kind: str
+    t: float
+    injected: NotRequired[bool]  # an edit changed what the client got
+
+
+class _Body(TypedDict, total=False):
+    msg: Any  # the JSON body as sent: one JSON-RPC message or a batch
+    raw: bytes  # a body that is not JSON, as it came
+    problem: str  # what was wrong with it
+
+
+class HeaderRecord(TypedDict):
+    kind: str
+    format: int
+    t: NotRequired[float]
+    tool: NotRequired[str]
+
+
+class CaptureStart(_Common):
+    tool: NotRequired[str]
+    source: NotRequired[dict]
+    redaction: NotRequired[dict]
+
+
+class CaptureStop(_Common):
+    reason: NotRequired[str]
+
+
+class HttpRequest(_Common, _Body):
+    exchange: int
+    method: str
+    path: str
+    conn: NotRequired[int | None]
+    dir: NotRequired[str]
+    query: NotRequired[list]  # [name, value] pairs
+    headers: NotRequired[list]  # [name, value] pairs, redacted
+    session: NotRequired[str | None]
+    protocol_version: NotRequired[str | None]
+    mcp: NotRequired[bool]
+
+
+class HttpResponse(_Common, _Body):
+    exchange: int
+    status: int
+    dir: NotRequired[str]
+    reason: NotRequired[str]
+    headers: NotRequired[list]
+    session: NotRequired[str | None]
+
+
+class SseEvent(_Common, _Body):
+    exchange: int
+    dir: NotRequired[str]
+    id: NotRequired[str]
+    event: NotRequired[str]
+    retry: NotRequired[int]
+    comments: NotRequired[list]
+    data: NotRequired[str]
+    session: NotRequired[str | None]  # a legacy endpoint's session
+    rewritten_to: NotRequired[str]  # a legacy endpoint relocated to the proxy
+
+
+class End(_Common):
+    exchange: int
+    reason: str
+    detail: NotRequired[str]
+
+
+class StdioLine(_Common, _Body):
+    dir: str
+    partial: NotRequired[bool]
+
+
+class StdioStderr(_Common):
+    text: NotRequired[str]
+    raw: NotRequired[bytes]
+    problem: NotRequired[str]
+
+
+class StdioExit(_Common):
+    code: NotRequired[int | None]
+    signal: NotRequired[str]
+    error: NotRequired[str]
+
+
+class StdioEof(_Common):
+    dir: str
+
+
+class EditRecord(_Common):
+    edits: NotRequired[list]
+    detail: NotRequired[str]
+    exchange: NotRequired[int]
+    request_id: NotRequired[Any]
+    withheld: NotRequired[Any]
+
+
+SHAPES: dict[str, type] = {
+    HEADER: HeaderRecord, CAPTURE_START: CaptureStart, CAPTURE_STOP: CaptureStop, HTTP_REQUEST: HttpRequest,
+    HTTP_RESPONSE: HttpResponse, SSE_EVENT: SseEvent, END: End, STDIO_LINE: StdioLine, STDIO_STDERR: StdioStderr,
+    STDIO_EXIT: StdioExit, STDIO_EOF: StdioEof, EDIT: EditRecord,
 }
-_COMMON = {"t": _NUMBER, "injected": (bool,)}
+
+
+def _types(annotation: Any) -> tuple:
+    """The classes a field's annotation admits (`int | None` -> (int, NoneType)); () for Any."""
+    if annotation is Any:
+        return ()
+    if get_origin(annotation) is NotRequired:
+        return _types(get_args(annotation)[0])
+    if get_args(annotation) and get_origin(annotation) in (UnionType, Union):
+        return tuple(t for arg in get_args(annotation) for t in _types(arg))
+    origin = get_origin(annotation) or annotation
+    return (int, float, Decimal) if origin is float else (origin,)  # a time may be an int or an exact decimal
+
+
+# kind -> (required fields, every field -> the classes it admits), for `import`'s checks
+FIELDS: dict[str, tuple[frozenset, dict[str, tuple]]] = {
+    kind: (shape.__required_keys__ - {"kind"}, {name: _types(hint) for name, hint in
+                                                get_type_hints(shape).items() if name != "kind"})
+    for kind, shape in SHAPES.items()
+}
 DIRECTIONS = (C2S, S2C)
 _PAIRS = ("query", "headers")
 
@@ -82,15 +179,13 @@ def problem(record: Any) -> str | None:
     kind = record.get("kind")
     if kind not in FIELDS:
         return f"unknown kind {kind!r} (kinds: {', '.join(FIELDS)})"
-    required, optional = FIELDS[kind]
-    for name in required:
+    required, fields = FIELDS[kind]
+    for name in sorted(required):
         if name not in record:
             return f"{kind} has no {name}"
-    if "t" not in record and kind != HEADER:
-        return f"{kind} has no t"
     for name, value in record.items():
-        wanted = required.get(name) or optional.get(name) or _COMMON.get(name)
-        if wanted is None or wanted is _ANY:
+        wanted = fields.get(name)
+        if not wanted:  # a field of another version, or one that may hold anything
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
             names = " or ".join(_TYPE_NAMES.get(w, w.__name__) for w in wanted if w is not Decimal)
@@ -119,7 +214,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def header(t: float, tool: str) -> Record:
+def header(t: float, tool: str) -> HeaderRecord:
     return {"kind": HEADER, "format": FORMAT, "t": t, "tool": tool}
 
 
@@ -140,18 +235,18 @@ def body(data: bytes, problem: str | None = None) -> Record:
     return {"raw": data} if data else {}
 
 
-def capture_start(t: float, tool: str, source: Record, redaction: Record) -> Record:
+def capture_start(t: float, tool: str, source: Record, redaction: Record) -> CaptureStart:
     return {"kind": CAPTURE_START, "t": t, "tool": tool, "source": source, "redaction": redaction}
 
 
-def capture_stop(t: float, reason: str) -> Record:
+def capture_stop(t: float, reason: str) -> CaptureStop:
     return {"kind": CAPTURE_STOP, "t": t, "reason": reason}
 
 
 def http_request(
     t: float, exchange: int, conn: int, method: str, path: str, query: list, headers: list,
     session: str | None, protocol_version: str | None, mcp: bool, fields: Record,
-) -> Record:
+) -> HttpRequest:
     return {
         "kind": HTTP_REQUEST, "t": t, "exchange": exchange, "conn": conn, "dir": C2S, "method": method,
         "path": path, "query": query, "headers": headers, "session": session,
@@ -161,14 +256,14 @@ def http_request(
 
 def http_response(
     t: float, exchange: int, status: int, reason: str, headers: list, session: str | None, fields: Record
-) -> Record:
+) -> HttpResponse:
     return {
         "kind": HTTP_RESPONSE, "t": t, "exchange": exchange, "dir": S2C, "status": status, "reason": reason,
         "headers": headers, "session": session, **fields,
     }
 
 
-def sse_event(t: float, exchange: int, event: Any) -> Record:
+def sse_event(t: float, exchange: int, event: Any) -> SseEvent:
     """`event` is a wire.sse.Event. Its data goes under `msg` when it is JSON, else stays as `data` text."""
     record: Record = {"kind": SSE_EVENT, "t": t, "exchange": exchange, "dir": S2C}
     for name in ("id", "event", "retry"):
@@ -205,19 +300,19 @@ def wire_event(record: Record) -> Any:
                      comments=list(record.get("comments", [])))
 
 
-def sse_raw(t: float, exchange: int, raw: bytes, problem: str) -> Record:
+def sse_raw(t: float, exchange: int, raw: bytes, problem: str) -> SseEvent:
     """Stream bytes that could not be read as SSE (say, a broken content-encoding), kept as they passed."""
     return {"kind": SSE_EVENT, "t": t, "exchange": exchange, "dir": S2C, "raw": raw, "problem": problem}
 
 
-def end(t: float, exchange: int, reason: str, detail: str | None = None) -> Record:
+def end(t: float, exchange: int, reason: str, detail: str | None = None) -> End:
     record: Record = {"kind": END, "t": t, "exchange": exchange, "reason": reason}
     if detail:
         record["detail"] = detail
     return record
 
 
-def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> Record:
+def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> StdioLine:
     """A line without its newline. `partial`: the stream ended before the newline came."""
     record: Record = {"kind": STDIO_LINE, "t": t, "dir": direction}
     record.update(body(line) if line.strip() else {"raw": line, "problem": "an empty line is not an MCP message"})
@@ -228,7 +323,7 @@ def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> 
 
 
 def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, withheld: Any = None,
-         request_id: Any = None) -> Record:
+         request_id: Any = None) -> EditRecord:
     """`edits` as the user wrote them; `detail` what was done; `withheld` a message the client never got. Where
     it fired: on an HTTP `exchange`, or on stdio on the request with `request_id` (so every finding about that
     request is known to rest on the edit)."""
@@ -242,20 +337,20 @@ def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, w
     return record
 
 
-def stdio_stderr(t: float, line: bytes) -> Record:
+def stdio_stderr(t: float, line: bytes) -> StdioStderr:
     try:
         return {"kind": STDIO_STDERR, "t": t, "text": line.decode("utf-8")}
     except UnicodeDecodeError:
         return {"kind": STDIO_STDERR, "t": t, "raw": line, "problem": "not UTF-8"}
 
 
-def stdio_eof(t: float, direction: str) -> Record:
+def stdio_eof(t: float, direction: str) -> StdioEof:
     """A stdio stream reached its end: c2s, the client closed the server's stdin (it left); s2c, the server
     closed its stdout."""
     return {"kind": STDIO_EOF, "t": t, "dir": direction}
 
 
-def stdio_exit(t: float, code: int | None, signal: str | None = None, error: str | None = None) -> Record:
+def stdio_exit(t: float, code: int | None, signal: str | None = None, error: str | None = None) -> StdioExit:
     record: Record = {"kind": STDIO_EXIT, "t": t, "code": code}
     if signal:
         record["signal"] = signal

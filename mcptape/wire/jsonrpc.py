@@ -117,6 +117,13 @@ def messages(value: JSON) -> list[JSON] | tuple[JSON]:
     return value if isinstance(value, list) else (value,)
 
 
+# What differs between two runs of the same conversation, whoever runs it: keys that point at other messages of
+# the run (a progress token, the request a cancellation names, a related task) and tracing context. A replay
+# matches requests without them; diff compares calls without them.
+VOLATILE_KEYS = frozenset({"progressToken", "requestId", "io.modelcontextprotocol/related-task", "traceparent",
+                           "tracestate", "baggage"})
+
+
 def progress_token(request: JSON) -> Any:
     """The token a request asks its progress under (params._meta.progressToken), or None."""
     params = request.get("params") if isinstance(request, dict) else None
