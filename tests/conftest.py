@@ -11,12 +11,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import pytest
+
+T = TypeVar("T")
 
 BIN = Path(sys.executable).parent
 MCPTAPE = str(BIN / "mcptape")
@@ -39,6 +42,49 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 10, what: str = "the condition") -> T:
+    """Poll until `predicate()` is true and return its value; fail naming `what` after `timeout` seconds. Tests wait
+    on what a tape or a peer shows instead of sleeping a fixed time: that is flaky on a busy machine and, where the
+    point is that something did not happen, proves nothing on a slow one."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout}s for {what}")
+        time.sleep(0.02)
+    return value
+
+
+async def await_until(predicate: Callable[[], T], timeout: float = 10, what: str = "the condition") -> T:
+    """wait_until inside a running client: it sleeps on the event loop, so the client's own tasks go on."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout}s for {what}")
+        await anyio.sleep(0.02)
+    return value
+
+
+def records_so_far(path) -> list[dict]:
+    """The records a tape that is still being written holds now (none before its recorder has created it)."""
+    from mcptape.tape.file import TapeError, read
+
+    try:
+        return read(path).records
+    except (FileNotFoundError, TapeError):
+        return []
+
+
+async def get_stream_open(tape, timeout: float = 10) -> None:
+    """Until the recorder has seen the client's standalone GET stream answered (the server can push on it)."""
+
+    def answered() -> bool:
+        records = records_so_far(tape)
+        gets = {r["exchange"] for r in records if r["kind"] == "http.request" and r["method"] == "GET"}
+        return any(r["kind"] == "http.response" and r["exchange"] in gets for r in records)
+
+    await await_until(answered, timeout, "the client's GET stream to be answered")
 
 
 def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import anyio
 import pytest
@@ -12,10 +11,10 @@ from mcp import Client, StdioServerParameters
 
 from mcptape.demo.client import script
 
-from .conftest import free_port, run_mcptape, spawn_demo, stop
+from .conftest import await_until, free_port, records_so_far, run_mcptape, spawn_demo, stop, wait_until
 from .rawserver import RawServer
 from .test_record_raw import fetch
-from .test_record_stdio import DEMO, RawClient, wrapped
+from .test_record_stdio import DEMO, RawClient, cancelled, wrapped
 
 
 def check(*tapes, extra=()) -> dict:
@@ -76,7 +75,7 @@ def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
     client = RawClient(wrapped(tape, *DEMO))
     client.handshake()
     client.cancel_in_flight(2)
-    time.sleep(2.5)  # longer than the call would have taken
+    client.outlast(tape, 3)  # the same call, uncancelled, was answered: request 2 never will be
     client.close()
     report = check(tape)
     assert rules(report) == ["cancelled-without-response"]
@@ -211,7 +210,9 @@ def test_misbehaving_stdio_server_and_client(tmp_path):
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "_meta": {"progressToken": "p"}}}
     client.send(call)
     client.send(call)  # the same id again while it is in flight
-    time.sleep(0.5)
+    # the server misbehaves while the client is still there (its last line, once per call), not after it left
+    wait_until(lambda: sum(r.get("raw") == b"this is not JSON" for r in records_so_far(tape)) == 2,
+               what="the server's misbehaviour for both calls in the tape")
     client.close()
     found = rules(check(tape))
     for rule in ("request-before-initialize", "progress-not-increasing", "duplicate-response",
@@ -246,7 +247,7 @@ def test_formats_thresholds_truncation_and_unreadable_input(tmp_path):
     client = RawClient(wrapped(tape, *DEMO))
     client.handshake()
     client.cancel_in_flight(2)
-    time.sleep(0.5)
+    wait_until(lambda: cancelled(tape, 2), what="the cancellation in the tape")  # relayed before the client leaves
     client.close()
     text = run_mcptape("check", str(tape))
     assert text.returncode == 0 and "cancelled-without-response" in text.stdout and "spec:" in text.stdout
@@ -274,7 +275,10 @@ def test_a_cancelled_http_call_answered_by_the_sdk(demo_server, record):
         async with Client(rec.url, mode="legacy") as client:
             with pytest.raises(Exception):
                 await client.call_tool("sleep", {"seconds": 3}, read_timeout_seconds=0.5)
-            await anyio.sleep(0.5)
+            # the client's cancellation and the server's -32800 on the call's stream pass before the client leaves
+            await await_until(lambda: any(r.get("msg", {}).get("error", {}).get("code") == -32800
+                                          for r in records_so_far(rec.tape) if r["kind"] == "sse.event"),
+                              what="the server's answer to the cancelled call in the tape")
 
     anyio.run(run)
     rec.stop()

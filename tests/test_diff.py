@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import anyio
 
 from mcptape.demo.client import script
 
-from .conftest import run_mcptape
-from .test_record_stdio import DEMO, RawClient, wrapped
+from .conftest import run_mcptape, wait_until
+from .test_record_stdio import DEMO, RawClient, cancelled, wrapped
 
 
 def session(tape, calls: list[dict], cancel_last: bool = False) -> None:
@@ -23,7 +22,8 @@ def session(tape, calls: list[dict], cancel_last: bool = False) -> None:
             pass
     if cancel_last:
         client.cancel_in_flight(999)
-        time.sleep(0.3)
+        # relayed and recorded while the client is still there
+        wait_until(lambda: cancelled(tape, 999), what="the cancellation in the tape")
     client.close()
 
 

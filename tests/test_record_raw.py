@@ -15,7 +15,7 @@ import pytest
 
 from mcptape.tape.file import read
 
-from .conftest import by_exchange
+from .conftest import by_exchange, records_so_far, wait_until
 from .rawserver import RawServer
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
@@ -143,7 +143,9 @@ def test_client_leaving_mid_stream_is_recorded_as_client_disconnected(raw, recor
     assert response.readline()  # the stream is flowing
     conn.sock.shutdown(socket.SHUT_RDWR)
     conn.close()
-    time.sleep(0.5)
+    # the proxy has noticed the client left (the exchange ended) before it is stopped, which would end it too
+    wait_until(lambda: any(r["kind"] == "end" and r["exchange"] == 0 for r in records_so_far(rec.tape)),
+               what="the end of the abandoned stream in the tape")
     assert fetch(rec.url, "echo")[0] == 200
     rec.stop()
     first = by_exchange(read(rec.tape))[0]

@@ -16,7 +16,7 @@ from mcp import Client
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import by_exchange, free_port, run_mcptape, stop, wait_for_port
+from .conftest import by_exchange, free_port, get_stream_open, run_mcptape, stop, wait_for_port
 
 
 def messages(tape, direction: str) -> list[dict]:
@@ -119,7 +119,7 @@ def test_stopping_records_open_streams_as_proxy_stopped(demo_server, record):
         try:
             async with Client(rec.url, mode="legacy", read_timeout_seconds=5) as client:
                 await client.list_tools()
-                await anyio.sleep(0.3)  # the client's GET stream is open now
+                await get_stream_open(rec.tape)  # the client's GET stream is open now
                 rec.proc.send_signal(signal.SIGTERM)
                 await anyio.to_thread.run_sync(rec.proc.wait)
         except Exception:

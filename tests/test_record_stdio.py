@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import anyio
 from mcp import StdioServerParameters
@@ -16,7 +15,7 @@ from mcp import StdioServerParameters
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import MCPTAPE, run_mcptape
+from .conftest import MCPTAPE, records_so_far, run_mcptape, wait_until
 
 DEMO = [sys.executable, "-m", "mcptape.demo.server", "--stdio"]
 
@@ -27,6 +26,21 @@ def lines(tape, direction: str) -> list[dict]:
 
 def wrapped(tape, *command: str) -> list[str]:
     return [MCPTAPE, "record", "-o", str(tape), "--", *command]
+
+
+def answered(tape) -> list:
+    """The ids of the answers a stdio tape being written holds so far."""
+    return [r["msg"]["id"] for r in records_so_far(tape) if r["kind"] == "stdio.line" and r["dir"] == "s2c"
+            and ("result" in r.get("msg", {}) or "error" in r.get("msg", {}))]
+
+
+def cancelled(tape, request_id) -> bool:
+    """The tape being written shows the client's cancellation of `request_id` (relayed to the server)."""
+    return any(r.get("msg", {}).get("method") == "notifications/cancelled"
+               and r["msg"].get("params", {}).get("requestId") == request_id for r in records_so_far(tape))
+
+
+SLOW_CALL = {"name": "countdown", "arguments": {"steps": 40, "delay": 0.05}}  # about 2 s, with progress
 
 
 class RawClient:
@@ -51,12 +65,21 @@ class RawClient:
     def cancel_in_flight(self, request_id: int = 2) -> None:
         """Start a slow call and cancel it once it is surely running (its first progress arrived): a cancellation
         that overtakes its request may be ignored, as the spec allows."""
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
-            "name": "countdown", "arguments": {"steps": 40, "delay": 0.05}, "_meta": {"progressToken": "t"}}})
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {**SLOW_CALL, "_meta": {"progressToken": "t"}}})
         while self.receive().get("method") != "notifications/progress":
             pass
         self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                    "params": {"requestId": request_id, "reason": "test"}})
+
+    def outlast(self, tape, twin: int) -> None:
+        """Wait until a call cancelled by cancel_in_flight would surely have been answered, however slow the
+        machine: the same call, sent now as `twin` and not cancelled, has its answer in the tape. The cancelled one
+        started earlier and does the same work on the same server, so a server that ignored the cancellation would
+        have answered it first. (A fixed sleep "longer than the call" proves nothing when the machine is slower.)"""
+        self.send({"jsonrpc": "2.0", "id": twin, "method": "tools/call",
+                   "params": {**SLOW_CALL, "_meta": {"progressToken": "twin"}}})
+        wait_until(lambda: twin in answered(tape), timeout=30, what=f"the answer to the uncancelled twin call {twin}")
 
     def close(self) -> int:
         self.proc.stdin.close()
@@ -104,12 +127,12 @@ def test_a_cancelled_call_that_is_never_answered_is_recorded_faithfully(tmp_path
     while (answer := client.receive()).get("method"):
         pass  # progress notifications still in the pipe
     assert answer["id"] == 3  # the server is alive and answering, just not request 2
-    time.sleep(2.5)  # longer than the tool would have taken
+    client.outlast(tape, 4)
     assert client.close() == 0
     recorded = read(tape)
     sent = [r["msg"] for r in lines(recorded, "c2s")]
     assert {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "test"}} in sent
-    assert [r["msg"].get("id") for r in lines(recorded, "s2c") if "id" in r["msg"]] == [1, 3]
+    assert [r["msg"].get("id") for r in lines(recorded, "s2c") if "id" in r["msg"]] == [1, 3, 4]  # never 2
     assert recorded.records[-2]["kind"] == "stdio.exit"
 
 

@@ -277,17 +277,16 @@ def test_standalone_stream_messages_come_at_their_recorded_point(demo_server, re
     """A list_changed the server sent on its GET stream during `announce` is replayed once `announce` is asked,
     not as soon as the client opens its stream."""
     import socket
-    import threading
 
     from mcp import Client
 
-    from .conftest import INITIALIZED
+    from .conftest import INITIALIZED, get_stream_open
 
     rec = record(demo_server())
 
     async def recorded() -> None:
         async with Client(rec.url, mode="legacy") as client:
-            await anyio.sleep(0.3)  # the client's GET stream is open
+            await get_stream_open(rec.tape)  # so the server has a stream to announce on
             await client.call_tool("announce", {})
 
     anyio.run(recorded)
@@ -301,20 +300,35 @@ def test_standalone_stream_messages_come_at_their_recorded_point(demo_server, re
         session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
         post(url, INITIALIZED, session)
         host, port = url.split("//")[1].split("/")[0].split(":")
-        got: list[bytes] = []
-        stream = socket.create_connection((host, int(port)))
+        stream = socket.create_connection((host, int(port)), timeout=10)  # every read below has a deadline
+
+        def more() -> bytes:
+            chunk = stream.recv(65536)
+            assert chunk, "the replay closed the GET stream"
+            return chunk
+
         stream.sendall(f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\nMcp-Session-Id: "
                        f"{session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n".encode())
-        reader = threading.Thread(target=lambda: [got.append(c) for c in iter(lambda: stream.recv(65536), b"")],
-                                  daemon=True)
-        reader.start()
-        time.sleep(0.3)
-        assert b"list_changed" not in b"".join(got)  # not yet: the recorded server sent it during announce
+        got = b""
+        while b"\r\n\r\n" not in got:  # the replay answered the GET: the stream is open
+            got += more()
+        # Not yet, whatever the machine's speed: a round trip on the same replay after the stream opened. A replay
+        # that sent list_changed when the stream opened would have written it before answering this ping (one
+        # event loop serves both), and loopback has it in our socket as soon as it is written; a fixed sleep
+        # proved nothing when the replay was slower than the sleep.
+        assert post(url, {"jsonrpc": "2.0", "id": "p", "method": "ping"}, session)[2] == [
+            {"jsonrpc": "2.0", "id": "p", "result": {}}]
+        stream.setblocking(False)
+        try:
+            while chunk := stream.recv(65536):
+                got += chunk
+        except BlockingIOError:
+            pass  # all it had sent
+        stream.settimeout(10)
+        assert b"list_changed" not in got  # the recorded server sent it during announce
         assert post(url, call(2, "announce", {}), session)[2][-1]["result"]["content"][0]["text"] == "announced"
-        deadline = time.monotonic() + 5
-        while b"list_changed" not in b"".join(got) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert b"notifications/tools/list_changed" in b"".join(got)
+        while b"notifications/tools/list_changed" not in got:
+            got += more()
         stream.close()
 
 

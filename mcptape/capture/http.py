@@ -1,12 +1,15 @@
 """HTTP capture without I/O: the proxy tells it what passed (request, response head, body chunks, failures) and it
 writes records. It decides which exchanges are MCP, redacts, numbers exchanges and connections, and parses SSE as
 it streams. The mitmproxy addon (capture/mitm.py) is only an adapter onto these calls.
+
+Time is I/O too: where a caller hands over no timestamp (an SSE event as it is parsed, the end of a response) the
+capture reads its injected `clock`, never the system clock, so a test can drive it in memory and know every `t`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import parse_qsl, urlsplit
@@ -43,9 +46,13 @@ class Scope:
     record_all: bool = False
 
 
+Clock = Callable[[], float]  # seconds since the epoch, as time.time
+
+
 class HttpCapture:
-    def __init__(self, sink: RecordSink, redactor: Redactor, scope: Scope) -> None:
+    def __init__(self, sink: RecordSink, redactor: Redactor, scope: Scope, clock: Clock = time.time) -> None:
         self.sink = sink
+        self.clock = clock
         self.redactor = redactor
         self.scope = scope
         self._exchanges: dict[object, _Exchange] = {}
@@ -116,7 +123,7 @@ class HttpCapture:
             t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), {}
         ))
         with_body = ex.mcp or self.scope.record_all
-        ex.stream = SSEStream(self, ex, http.get(headers, "content-encoding"), with_body, relocation)
+        ex.stream = SSEStream(self, ex, http.get(headers, "content-encoding"), with_body, relocation, self.clock)
         return ex.stream
 
     def response(
@@ -135,7 +142,7 @@ class HttpCapture:
             self._write(ex, records.http_response(
                 t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), fields
             ))
-        self._end(key, time.time(), records.COMPLETE)
+        self._end(key, self.clock(), records.COMPLETE)
 
     def exchange_number(self, key: object) -> int | None:
         ex = self._exchanges.get(key)
@@ -228,8 +235,9 @@ class SSEStream:
     _MAX_HOLD = 65536
 
     def __init__(self, capture: HttpCapture, exchange: _Exchange, encoding: str | None, with_body: bool,
-                 relocation: Relocation | None = None) -> None:
+                 relocation: Relocation | None = None, clock: Clock = time.time) -> None:
         self.capture = capture
+        self.clock = clock  # each event is stamped when it is complete, which no caller knows
         self.exchange = exchange
         self.with_body = with_body
         self.parser = sse.Parser()
@@ -287,7 +295,7 @@ class SSEStream:
                 return
             except Exception as e:  # a corrupt compressed stream: keep what passes, raw
                 self.problem = f"content-encoding {self.decoder.encoding} could not be decoded: {e}"
-        self.capture._write(self.exchange, records.sse_raw(time.time(), self.exchange.number, chunk,
+        self.capture._write(self.exchange, records.sse_raw(self.clock(), self.exchange.number, chunk,
                                                             self.problem or ""))
 
     def close(self) -> None:
@@ -299,7 +307,7 @@ class SSEStream:
 
     def _events(self, events: Iterable[sse.Event], injected: bool = False) -> None:
         for event in events:
-            record = records.sse_event(time.time(), self.exchange.number, event)
+            record = records.sse_event(self.clock(), self.exchange.number, event)
             if injected:
                 record["injected"] = True
             if event.event == "endpoint" and event.data:

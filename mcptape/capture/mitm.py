@@ -26,7 +26,7 @@ from ..redact import Redactor
 from ..tape import json_form, records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
-from .http import HttpCapture, Relocation, Scope, SSEStream
+from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
 
@@ -90,7 +90,10 @@ class _Discard:
 
 
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = time.time) -> None:
+        # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
+        # test can run the addon in memory and know every record's t
+        self.clock = clock
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
@@ -125,7 +128,7 @@ class Recorder:
         path = ctx.options.mcptape_tape
         if not path:
             if self.editor is not None:
-                self.capture = HttpCapture(_Discard(), Redactor(), Scope())
+                self.capture = HttpCapture(_Discard(), Redactor(), Scope(), self.clock)
             return
         if ctx.options.mcptape_no_redact:
             logger.warning("mcptape: redaction is off; credentials will be written into the tape as they are")
@@ -133,7 +136,7 @@ class Recorder:
         scope = Scope(set(ctx.options.mcptape_endpoint), mcp_only=not reverse,
                       record_all=ctx.options.mcptape_record_all)
         mode = "append" if ctx.options.mcptape_append else "force" if ctx.options.mcptape_force else "new"
-        now = time.time()
+        now = self.clock()
         try:
             self.writer = Writer(path, records.header(now, TOOL), mode)
         except TapeError as e:
@@ -141,7 +144,7 @@ class Recorder:
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
         redactor = Redactor(ctx.options.mcptape_redact_header, enabled=not ctx.options.mcptape_no_redact)
-        self.capture = HttpCapture(self.writer, redactor, scope)
+        self.capture = HttpCapture(self.writer, redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
@@ -170,7 +173,7 @@ class Recorder:
         Returns how long to hold the request before it goes on (a delay on a legacy channel's answer)."""
         msg = jsonrpc.parse(_content(flow.request)[0]).msg if flow.request.method == "POST" else None
         session = self.capture.session_of(flow.request.path, _headers(flow.request.headers))
-        plan = self.editor.plan(time.time(), msg, flow.request.method, session)
+        plan = self.editor.plan(self.clock(), msg, flow.request.method, session)
         if not plan:
             return 0.0
         flow.metadata[PLAN] = plan
@@ -214,7 +217,7 @@ class Recorder:
     def _edited(self, flow: mhttp.HTTPFlow, detail: str, withheld: list | None = None) -> None:
         if self.capture is not None:
             plan = flow.metadata[PLAN]
-            self.capture.edited(flow.id, time.time(), [e.text for e in plan.fired], detail, withheld)
+            self.capture.edited(flow.id, self.clock(), [e.text for e in plan.fired], detail, withheld)
 
     async def responseheaders(self, flow: mhttp.HTTPFlow) -> None:
         plan: edits.Plan | None = flow.metadata.get(PLAN)
@@ -265,7 +268,7 @@ class Recorder:
             await asyncio.sleep(0.05)  # mitmproxy has no event for a client leaving while a hook is pending
         if self.capture is not None:
             reason = records.PROXY_STOPPED if self.stopping else records.CLIENT_DISCONNECTED
-            self.capture.failed(flow.id, time.time(), reason, "the response was withheld by an edit")
+            self.capture.failed(flow.id, self.clock(), reason, "the response was withheld by an edit")
         flow.kill()
 
     @_guarded
@@ -278,7 +281,7 @@ class Recorder:
 
     @_guarded
     def error(self, flow: mhttp.HTTPFlow) -> None:
-        self.capture.failed(flow.id, time.time(), self._reason(flow), flow.error.msg if flow.error else None)
+        self.capture.failed(flow.id, self.clock(), self._reason(flow), flow.error.msg if flow.error else None)
 
     def _reason(self, flow: mhttp.HTTPFlow) -> str:
         message = (flow.error.msg if flow.error else "").lower()
@@ -302,7 +305,7 @@ class Recorder:
         if self.capture is not None:
             try:
                 self.exchanges = self.capture.recorded
-                self.capture.stop(time.time(), reason)
+                self.capture.stop(self.clock(), reason)
             except Exception as e:
                 logger.error(f"mcptape: closing the tape failed: {e}")
             self.capture = None
