@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from .node_peers import NPM_MISSING, inspector, listening_addresses, node_peers, ts_server, ts_server_argv  # noqa: F401
+from .node_peers import inspector, listening_addresses, node_peers, ts_server, ts_server_argv  # noqa: F401
 
 
 def tool_names(result: dict) -> set[str]:

@@ -18,7 +18,7 @@ from mcptape.demo.client import script
 from mcptape.replay import replaying
 from mcptape.tape.file import read
 
-from .conftest import INIT, INITIALIZED, MCPTAPE, LineClient, by_exchange, call
+from .conftest import INIT, INITIALIZED, MCPTAPE, LineClient, call, get_stream_open
 from .test_record_stdio import DEMO, wrapped
 
 DEADLINE = 20  # a replay that hangs fails the test instead of the run
@@ -125,13 +125,6 @@ def test_a_server_request_in_an_http_tape_waits_for_the_stdio_clients_answer(dem
     answered = next(i for i, r in enumerate(lines) if r["dir"] == "c2s" and r["msg"].get("result", {}).get("action"))
     result = next(i for i, r in enumerate(lines) if r["dir"] == "s2c" and "content" in r["msg"].get("result", {}))
     assert answered < result  # the replay waited for the client's answer before the result
-
-
-async def get_stream_open(tape) -> None:
-    """Until the recorder has seen the client's standalone GET stream answered (the server can push on it)."""
-    while not any(rs[0].get("method") == "GET" and any(r["kind"] == "http.response" for r in rs)
-                  for rs in by_exchange(read(tape)).values()):
-        await anyio.sleep(0.02)
 
 
 async def other_streams(target, tape=None) -> list[str]:
