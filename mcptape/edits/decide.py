@@ -45,14 +45,25 @@ class Plan:
     def changes_events(self) -> bool:
         return bool(self.drop or self.drop_event or self.close_after is not None or self.duplicate or self.malformed)
 
+    @property
+    def spares_answer(self) -> bool:
+        """The recorded (or real) answer never reaches the client as it was (answered in its place, or withheld):
+        a replay leaves it unused, so a retry gets it."""
+        return self.replaces_answer or self.drop
+
 
 class Editor:
     """Sees each client message in the order the client sent it and says which edits fire on it. It also keeps
     the sessions an edit killed: every later request carrying a dead id gets the same answer, until the client
-    opens a new session."""
+    opens a new session. How often each edit fired is counted here, not on the edits, so one parsed list can
+    drive several Editors (two replays of one tape) independently."""
 
     def __init__(self, edits: list[Edit]) -> None:
         self.edits = edits
+        # Two counts that only grow: how often an edit fired, and how often the answer it fired on could not take
+        # it (not_applied). An edit is done while the difference is short of its `times`.
+        self._fired: dict[Edit, int] = {}
+        self._missed: dict[Edit, int] = {}
         self.posts = 0
         self.methods: dict[str, int] = {}
         self.sessions: dict[str, int] = {}  # session id -> its number, in the order the client first used it
@@ -90,9 +101,9 @@ class Editor:
         for edit in self.edits:
             if edit.action == "expire-session" and session is None:
                 continue  # nothing to expire yet: it fires on the first selected request that carries a session
-            if (edit.times is None or edit.fired < edit.times) and self._selects(edit.at, t, msg, http_method,
-                                                                                    session):
-                edit.fired += 1
+            if (edit.times is None or self.applied(edit) < edit.times) and self._selects(edit.at, t, msg,
+                                                                                            http_method, session):
+                self._fired[edit] = self._fired.get(edit, 0) + 1
                 plan.fired.append(edit)
                 self._apply(edit, plan, msg, session)
         return plan
@@ -150,17 +161,22 @@ class Editor:
         elif edit.action == "malformed":
             plan.malformed = o.get("kind", "not-json")
 
+    def applied(self, edit: Edit) -> int:
+        """How many messages the edit was done on: it fired, and the answer could take it."""
+        return self._fired.get(edit, 0) - self._missed.get(edit, 0)
+
     def not_applied(self, plan: Plan, actions: tuple[str, ...], why: str) -> None:
-        """Those of the plan's edits that could not be done on this answer do not count as fired."""
+        """Those of the plan's edits that could not be done on this answer do not count as done: they may fire
+        again on a later message."""
         for edit in plan.fired:
             if edit.action in actions:
-                edit.fired -= 1
+                self._missed[edit] = self._missed.get(edit, 0) + 1
                 self.why_not.setdefault(edit.text, why)
 
     def unfired(self) -> list[str]:
         """Warnings for the edits that never fired, for the end of a run."""
         return [f"edit {e.text!r} never fired" + (f": {self.why_not[e.text]}" if e.text in self.why_not else "")
-                for e in self.edits if e.fired == 0]
+                for e in self.edits if self.applied(e) == 0]
 
 
 def _http_error(code: int) -> dict:
