@@ -132,7 +132,7 @@ class HttpReplay:
             session = self.replayer.open_session()
             if self.editor is not None:
                 self.editor.opened(session.id)
-        outcome = self.replayer.answer(msg, session)
+        outcome = self.replayer.answer(msg, session, consume=not (plan and plan.spares_answer))
         if session is not None and session.id in self._standalone:
             self._release_standalone(session)
         return self._serve(conn, key, outcome, plan, msg.get("id"), req.headers)
@@ -145,7 +145,7 @@ class HttpReplay:
         """Send what the recorded server put on the GET stream once the request it followed has come."""
         conn, stream, waiting = self._standalone[session.id]
         ready = 0
-        while ready < len(waiting) and waiting[ready]["after"].used:
+        while ready < len(waiting) and self.replayer.asked(waiting[ready]["after"]):
             ready += 1
         if ready:
             self._emit((conn, stream), waiting[:ready])
@@ -213,25 +213,23 @@ class HttpReplay:
         msg = jsonrpc.parse(req.body).msg
         if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
             return self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
-        outcome = self.replayer.answer(msg, session)
+        outcome = self.replayer.answer(msg, session, consume=not (plan and plan.spares_answer))
         if outcome.answer is None:  # a miss: its error goes out on the channel like any answer
             self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
             return self._emit(channel, [{"event": "message", "msg": outcome.body}])
         events = self.replayer.channel(outcome.answer, session)
         if plan and (plan.error is not None or plan.changes_events):  # logged while the POST's exchange is open
-            events = self._edit_channel(key, plan, msg, outcome.answer, events)
+            events = self._edit_channel(key, plan, msg, events)
         pending = self._serve(conn, key, Outcome(outcome.answer, outcome.status, outcome.body, [], [], None))
         if pending is not None:
             await pending
         self._emit(channel, events)
 
-    def _edit_channel(self, key: int, plan: edits.Plan, msg: dict, answer: Answer, events: list[dict]) -> list[dict]:
+    def _edit_channel(self, key: int, plan: edits.Plan, msg: dict, events: list[dict]) -> list[dict]:
         """The edits of a legacy POST's answer, made on the session's channel where it goes out: the call's own
         messages (its progress, then its final response), as `mcptape record` edits them live."""
         change = edits.edit_events(events, plan, msg.get("id"), "")
         self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer", change.withheld)
-        if plan.drop or plan.error is not None:
-            answer.used -= 1  # never delivered as recorded: a retry gets it
         return [{**e, "injected": True} for e in change.events]  # the channel carries others' answers too
 
     def _emit(self, channel: tuple[_Connection, SSEStream | None], events: list[dict]) -> None:
@@ -267,8 +265,6 @@ class HttpReplay:
             outcome, sse, unanswered = _framed(outcome, http.accepts(request_headers, http.SSE))
             headers.append(("content-type", http.SSE if sse else http.JSON))
         edited = plan is not None and plan.changes_events and answer is not None
-        if edited and plan.drop:
-            answer.used -= 1  # never delivered: a retry gets it
         if sse:
             events, cut = outcome.events, None
             if edited:
@@ -390,7 +386,8 @@ class HttpReplay:
         events = outcome.events if outcome else []
         waiting = []
         if last_event_id is None:  # the standalone stream: each event waits for the request it followed
-            ready = next((i for i, e in enumerate(events) if e.get("after") and not e["after"].used), len(events))
+            ready = next((i for i, e in enumerate(events)
+                          if e.get("after") is not None and not self.replayer.asked(e["after"])), len(events))
             events, waiting = events[:ready], events[ready:]
         await self._send_events(conn, key, 200, headers, events, recorded.t if recorded else 0)
         if last_event_id is not None and recorded is not None and recorded.end == records.COMPLETE:

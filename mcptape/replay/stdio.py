@@ -56,7 +56,7 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                 _edited(log, plan, request_id, "answered with a JSON-RPC error instead")
                 write(json_form.dumps(plan.error).encode(), True)
                 continue
-            outcome = replayer.answer(msg, session, stdio=True)
+            outcome = replayer.answer(msg, session, stdio=True, consume=not (plan and plan.spares_answer))
             lines = outcome.lines
             injected = bool(plan and plan.changes_events)
             if injected:
@@ -64,8 +64,6 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                 _edited(log, plan, request_id, "; ".join(change.notes) or "nothing to change on this answer",
                         change.withheld)
                 lines = change.events
-                if plan.drop and outcome.answer is not None:
-                    outcome.answer.used -= 1  # never delivered: a retry gets it
             previous = outcome.answer.t if outcome.answer is not None else 0.0
             for line in lines:
                 if pace is not None and line.get("t"):
