@@ -1,6 +1,6 @@
-"""Which edits fire on a client message, and what they make the client get instead (no I/O: the replay and the
-live proxy act on the Plan). Selectors count over the whole run, across sessions, as the client sent its
-messages; the sessions an edit killed stay dead until the client opens a new one."""
+"""Which edits fire on a client message, and what they make the client get instead (no I/O: effects.py turns the
+Plan into what the replay and the live proxy do). Selectors count over the whole run, across sessions, as the
+client sent its messages; the sessions an edit killed stay dead until the client opens a new one."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ class Plan:
         return bool(self.fired)
 
     @property
+    def texts(self) -> list[str]:
+        """The edits that fired, as the user wrote them: what an `edit` record names."""
+        return [e.text for e in self.fired]
+
+    @property
     def replaces_answer(self) -> bool:
         """The client gets an answer of ours, and the recorded (or real) answer stays unused."""
         return self.status is not None or self.error is not None or self.reset
@@ -46,10 +51,10 @@ class Plan:
         return bool(self.drop or self.drop_event or self.close_after is not None or self.duplicate or self.malformed)
 
     @property
-    def spares_answer(self) -> bool:
-        """The recorded (or real) answer never reaches the client as it was (answered in its place, or withheld):
-        a replay leaves it unused, so a retry gets it."""
-        return self.replaces_answer or self.drop
+    def edits_messages(self) -> bool:
+        """It changes the call's own messages where they go out among others' (a legacy session's SSE channel):
+        an error stands in for the final response there, the event edits change them."""
+        return self.error is not None or self.changes_events
 
 
 class Editor:

@@ -93,16 +93,17 @@ class HttpReplay:
         path = req.target.split("?", 1)[0]
         if path not in self.paths:
             return self._send(conn, key, 404, [("content-type", "text/plain")], b"Not Found")
-        plan = self._plan(req, key) if self.editor is not None else None
-        if plan and plan.delay:
-            return _then(asyncio.sleep(plan.delay), lambda: self._dispatch(req, conn, key, plan))
+        plan = self._plan(req) if self.editor is not None else None
+        if hold := edits.hold(plan):
+            self._edited(key, plan, hold)
+            return _then(asyncio.sleep(hold.seconds), lambda: self._dispatch(req, conn, key, plan))
         return self._dispatch(req, conn, key, plan)
 
     def _dispatch(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> Coroutine | None:
         for killed in plan.killed if plan else ():
             self._end_streams(killed)  # as a server ends the streams of a session it expired
-        if plan and plan.replaces_answer and not (self.replayer.legacy and plan.error is not None):
-            return self._injected(conn, key, plan)  # (a legacy answer's error goes out on its channel: _legacy)
+        if ours := edits.instead(plan, channel=self.replayer.legacy):  # (a legacy error goes out on the channel)
+            return self._injected(conn, key, plan, ours)
         if self.replayer.legacy:
             return self._legacy(req, conn, key, plan)
         session, refusal = self._session(req)
@@ -132,7 +133,7 @@ class HttpReplay:
             session = self.replayer.open_session()
             if self.editor is not None:
                 self.editor.opened(session.id)
-        outcome = self.replayer.answer(msg, session, consume=not (plan and plan.spares_answer))
+        outcome = self.replayer.answer(msg, session, consume=edits.delivers(plan))
         if session is not None and session.id in self._standalone:
             self._release_standalone(session)
         return self._serve(conn, key, outcome, plan, msg.get("id"), req.headers)
@@ -153,34 +154,26 @@ class HttpReplay:
 
     # -- edits -----------------------------------------------------------------------------------------------------
 
-    def _plan(self, req: Request, key: int) -> edits.Plan:
+    def _plan(self, req: Request) -> edits.Plan:
         msg = jsonrpc.parse(req.body).msg if req.method == "POST" else None
         session = http.get(req.headers, http.SESSION_ID)
         if session is None and self.replayer.legacy:
             session = http.legacy_session(http.query_pairs(req.target))
-        plan = self.editor.plan(time.time(), msg, req.method, session)
-        if plan.delay:
-            self._edited(key, plan, f"delayed the response by {plan.delay:g} s")
-        return plan
+        return self.editor.plan(time.time(), msg, req.method, session)
 
-    def _edited(self, key: int, plan: edits.Plan, detail: str, withheld: list | None = None) -> None:
+    def _edited(self, key: int, plan: edits.Plan, effect: edits.Effect | edits.EditedEvents) -> None:
         if self.log is not None:
-            self.log.edited(key, time.time(), [e.text for e in plan.fired], detail, withheld or None)
+            self.log.edited(key, time.time(), plan.texts, effect.detail, effect.withheld or None)
 
-    def _injected(self, conn: _Connection, key: int, plan: edits.Plan) -> None:
+    def _injected(self, conn: _Connection, key: int, plan: edits.Plan, ours: edits.Reset | edits.Reply) -> None:
         """An answer of ours instead of the recorded one, which stays unused for a retry."""
-        if plan.reset:
-            self._edited(key, plan, "reset the connection")
+        self._edited(key, plan, ours)
+        if isinstance(ours, edits.Reset):
             conn.abort()
             if self.log is not None:
-                self.log.failed(key, time.time(), records.UPSTREAM_RESET, "the connection was reset by an edit")
-        elif plan.status is not None:
-            self._edited(key, plan, f"answered HTTP {plan.status[0]} instead"
-                         + (": the session is dead" if plan.dead_session else ""))
-            self._send(conn, key, *plan.status)
+                self.log.failed(key, time.time(), records.UPSTREAM_RESET, edits.RESET_ENDED)
         else:
-            self._edited(key, plan, "answered with a JSON-RPC error instead")
-            self._send(conn, key, 200, [("content-type", http.JSON)], _json_bytes(plan.error))
+            self._send(conn, key, ours.status, ours.headers, ours.body)
 
     async def _legacy(self, req: Request, conn: _Connection, key: int, plan: edits.Plan | None) -> None:
         """2024-11-05 HTTP+SSE: a GET opens the channel (its first event names where to POST, with a fresh session
@@ -213,12 +206,12 @@ class HttpReplay:
         msg = jsonrpc.parse(req.body).msg
         if not isinstance(msg, dict) or jsonrpc.kind(msg) != "request":
             return self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
-        outcome = self.replayer.answer(msg, session, consume=not (plan and plan.spares_answer))
+        outcome = self.replayer.answer(msg, session, consume=edits.delivers(plan))
         if outcome.answer is None:  # a miss: its error goes out on the channel like any answer
             self._send(conn, key, 202, [("content-type", "text/plain")], b"Accepted")
             return self._emit(channel, [{"event": "message", "msg": outcome.body}])
         events = self.replayer.channel(outcome.answer, session)
-        if plan and (plan.error is not None or plan.changes_events):  # logged while the POST's exchange is open
+        if plan and plan.edits_messages:  # logged while the POST's exchange is open
             events = self._edit_channel(key, plan, msg, events)
         pending = self._serve(conn, key, Outcome(outcome.answer, outcome.status, outcome.body, [], [], None))
         if pending is not None:
@@ -229,7 +222,7 @@ class HttpReplay:
         """The edits of a legacy POST's answer, made on the session's channel where it goes out: the call's own
         messages (its progress, then its final response), as `mcptape record` edits them live."""
         change = edits.edit_events(events, plan, msg.get("id"), "")
-        self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer", change.withheld)
+        self._edited(key, plan, change)
         return [{**e, "injected": True} for e in change.events]  # the channel carries others' answers too
 
     def _emit(self, channel: tuple[_Connection, SSEStream | None], events: list[dict]) -> None:
@@ -269,8 +262,7 @@ class HttpReplay:
             events, cut = outcome.events, None
             if edited:
                 change = edits.edit_events(events, plan, request_id, f"mcptape-{key}")
-                self._edited(key, plan, "; ".join(change.notes) or "nothing to change on this answer",
-                             change.withheld)
+                self._edited(key, plan, change)
                 events, cut = change.events, change.rest
 
             def end() -> Coroutine | None:
@@ -288,17 +280,11 @@ class HttpReplay:
             return end()
         if unanswered:
             return self._stay_open(conn, key, outcome.session, None, headers)
-        if edited:
-            if plan.drop:
-                self._edited(key, plan, "withheld the response; the request stays open", [outcome.body])
+        if edited and (effect := edits.edit_body(self.editor, plan, answer.request, outcome.body)):
+            self._edited(key, plan, effect)
+            if isinstance(effect, edits.Withhold):
                 return self._stay_open(conn, key, outcome.session, None, headers)
-            self.editor.not_applied(plan, ("drop-event", "close-stream", "duplicate"),
-                                    f"the answer to {jsonrpc.describe(answer.request)} is JSON-framed, not an SSE "
-                                    "stream")
-            if plan.malformed and isinstance(outcome.body, dict):
-                self._edited(key, plan, f"sent the response malformed ({plan.malformed})")
-                body = edits.malform(outcome.body, plan.malformed).encode()
-                return self._send(conn, key, outcome.status, [*headers, ("content-type", http.JSON)], body)
+            return self._send(conn, key, outcome.status, [*headers, ("content-type", http.JSON)], effect.body)
         if outcome.body is not None:
             body = _json_bytes(outcome.body)
             if not any(k.lower() == "content-type" for k, _ in headers):

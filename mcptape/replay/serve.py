@@ -92,8 +92,8 @@ class Replayer:
 
     def answer(self, live: dict, session: LiveSession | None, stdio: bool = False, consume: bool = True) -> Outcome:
         """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it. `consume`: it goes
-        out as recorded, so it is used up; an edit that withholds it or answers in its place (edits.Plan.spares_answer)
-        leaves it for a retry."""
+        out as recorded, so it is used up; one an edit withholds or answers in place of (edits.delivers) is left
+        for a retry."""
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
