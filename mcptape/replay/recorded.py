@@ -61,6 +61,12 @@ class Answer:
         return http.media_type(http.get(self.headers, "content-type")) == http.SSE
 
     @cached_property
+    def asks_client(self) -> bool:
+        """The recorded server sent a request of its own in the course of this answer (sampling, elicitation,
+        roots), and waited for the client's answer."""
+        return any(jsonrpc.kind(m.get("msg")) == "request" for m in (self.events if self.http_method else self.lines))
+
+    @cached_property
     def encoded(self) -> dict[int, bytes | tuple[bytes, bytes]]:
         """The SSE events as they go out, encoded once. From run to run only a response's id changes (the replay
         answers with the live id), so a response is kept as the bytes before and after its id, keyed by id() of
