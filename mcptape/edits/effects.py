@@ -40,7 +40,6 @@ class Hold(Effect):
     seconds: float
 
 
-@dataclass(frozen=True)
 class Reset(Effect):
     """Abort the connection instead of answering."""
 
@@ -62,12 +61,10 @@ class Rewrite(Effect):
     body: bytes
 
 
-@dataclass(frozen=True)
 class Withhold(Effect):
     """No response at all: the request stays open."""
 
 
-@dataclass(frozen=True)
 class Announce(Effect):
     """Nothing to do yet: the edits act on the real answer as it passes; the record says now what they will do."""
 
