@@ -158,7 +158,7 @@ class Replayer:
                 "code": MISS_CODE, "message": f"mcptape: the recorded server refused this request with HTTP "
                                               f"{recorded.status} and no JSON-RPC body, which stdio cannot carry"}},
                 maps)}]
-        # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (http.py frames it)
+        # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (streamable.py frames it)
         return Outcome(recorded, 200 if request else 202, None, [], lines, session)
 
     def _pool(self, session: LiveSession | None, method: Any) -> list[tuple[Answer, Any]]:
