@@ -111,6 +111,47 @@ def test_edits_from_a_file(tapes, tmp_path):
     assert out.returncode == 2 and f"{path}:4: edit 'explode at=post:1': unknown action" in out.stderr
 
 
+def test_a_plan_becomes_one_effect_and_one_log_line_wherever_it_is_applied():
+    """edits/effects.py turns a plan into what to do and what the edit record says, for the replays, the proxy
+    and the stdio wrapper alike (in process: no peers)."""
+    from mcptape import edits
+
+    request, answer = call(2, "add", {"a": 2, "b": 3}), {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+    def plan(*texts: str, session: str = "s1") -> tuple[edits.Editor, edits.Plan]:
+        editor = edits.Editor([parse(text) for text in texts])
+        return editor, editor.plan(0.0, request, "POST", session)
+
+    _, first = plan("delay seconds=0.5 at=tools/call", "error code=-32001 at=tools/call")
+    assert edits.hold(first) == edits.Hold(0.5, detail="delayed the response by 0.5 s")
+    error = edits.instead(first)
+    assert (error.status, error.detail) == (200, "answered with a JSON-RPC error instead")
+    assert json.loads(error.body)["error"]["code"] == -32001 and not edits.delivers(first)
+    assert edits.instead(first, channel=True) is None  # on a legacy channel the error replaces the final response
+    assert edits.announce(first, " (on the session's SSE channel)").detail == \
+        "delay 0.5 s, answer JSON-RPC error -32001 (on the session's SSE channel)"
+    editor, expired = plan("expire-session at=tools/call")
+    assert (edits.instead(expired).status, edits.instead(expired).detail) == (404, "answered HTTP 404 instead")
+    dead = edits.instead(editor.plan(0.1, request, "POST", "s1"))
+    assert dead.detail == "answered HTTP 404 instead: the session is dead"
+    assert edits.instead(plan("reset at=tools/call")[1]) == edits.Reset(detail="reset the connection")
+    editor, twice = plan("duplicate at=tools/call", "malformed kind=not-json at=tools/call")
+    assert edits.delivers(twice) and edits.instead(twice) is None
+    assert edits.edit_events([{"msg": answer}], twice, 2, "").detail == \
+        "sent the final response malformed (not-json); sent the final response twice"
+    assert edits.edit_body(editor, twice, request, answer) == edits.Rewrite(  # JSON-framed: it cannot be sent twice
+        b"mcptape: this is not JSON", detail="sent the response malformed (not-json)")
+    assert editor.unfired() == ["edit 'duplicate at=tools/call' never fired: the answer to tools/call #2 add is "
+                                "JSON-framed, not an SSE stream"]
+    editor, dropped = plan("drop at=tools/call")
+    assert not edits.delivers(dropped)
+    assert edits.edit_body(editor, dropped, request, answer) == edits.Withhold(
+        detail="withheld the response; the request stays open", withheld=(answer,))
+    assert edits.edit_events([{"msg": answer}], dropped, 2, "").detail == "withheld the final response"
+    assert edits.edit_events([{"msg": answer}], plan("delay seconds=1 at=tools/call")[1], 2, "").detail == \
+        "nothing to change on this answer"
+
+
 # -- sessions -------------------------------------------------------------------------------------------------------
 
 

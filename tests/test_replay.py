@@ -391,3 +391,84 @@ def test_a_miss_names_the_closest_message_of_its_own_kind(tmp_path):
     replayer = Replayer(load(path))
     outcome = replayer.answer(call(5, "add", {"a": 9}), replayer.open_session())
     assert "closest: record 2 tools/call" in outcome.body["error"]["message"], outcome.body
+
+
+# -- one loaded tape, several replays ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["streamable", "legacy"])
+def test_one_loaded_tape_serves_two_replays_at_once(demo_server, record, transport):
+    """What a replay did with a tape (which answers it used up, which requests the client asked) is the replay's
+    own: two replays of one loaded Recording, two SDK clients at the same time, and each gets the whole recorded
+    session. A standalone GET (or a legacy channel) is served once per replay, so shared counts would starve the
+    second; a replay that served nothing still has every recorded request unused."""
+    from mcp.client.sse import sse_client
+
+    from mcptape.replay import serving
+    from mcptape.replay.recorded import load
+    from mcptape.replay.serve import Replayer
+
+    from .test_replay_across import legacy_session
+
+    def session(url: str):
+        return script(url, "legacy") if transport == "streamable" else legacy_session(sse_client(url))
+
+    rec = record(demo_server("--event-store") if transport == "streamable" else demo_server("--sse"))
+    direct = anyio.run(session, rec.url)
+    rec.stop()
+    recording = load(str(rec.tape))
+    first, second, idle = Replayer(recording), Replayer(recording), Replayer(recording)
+
+    async def both() -> list[list[str]]:
+        got: list[list[str]] = [[], []]
+        async with serving(str(rec.tape), replayer=first) as a, serving(str(rec.tape), replayer=second) as b:
+            async def run(i: int, url: str) -> None:
+                got[i] = await session(url)
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(run, 0, a.url)
+                    group.start_soon(run, 1, b.url)
+        return got
+
+    assert anyio.run(both) == [direct, direct]
+    assert first.unused() == second.unused() == []
+    assert first.unmatched == second.unmatched == []
+    asked = [a for a in recording.answers if isinstance(a.request, dict) and "id" in a.request]
+    assert asked and idle.unused() == asked
+
+
+def test_edits_parsed_once_drive_two_editors_and_two_replays_independently(demo_server, record):
+    """An edit's fire count is its Editor's, and an answer an edit stood in for is left unused by that replay
+    alone: each replay's first tools/call gets the injected error, its retry the recorded answer."""
+    from mcptape.edits import Editor, parse
+    from mcptape.replay.recorded import load
+    from mcptape.replay.serve import Replayer
+
+    from .conftest import INITIALIZED
+
+    parsed = [parse("error code=-32001 message=busy at=tools/call#1"), parse("drop at=ping")]
+    one, two = Editor(parsed), Editor(parsed)
+    assert one.plan(0.0, call(2, "add", {})).error is not None
+    assert two.plan(0.0, call(2, "add", {})).error is not None  # fires again: its count is not on the edit
+    assert not one.plan(0.0, call(3, "add", {}))  # times=1, once per Editor
+    assert one.unfired() == two.unfired() == ["edit 'drop at=ping' never fired"]
+
+    rec = record(demo_server())
+    anyio.run(script, rec.url, "legacy")
+    rec.stop()
+    recording = load(str(rec.tape))
+    urls = []
+    with (replaying(str(rec.tape), replayer=Replayer(recording, editor=Editor(parsed))) as a,
+          replaying(str(rec.tape), replayer=Replayer(recording, editor=Editor(parsed))) as b):
+        sessions = {}
+        for url in (a, b):
+            status, headers, _ = post(url, INIT)
+            sessions[url] = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+            post(url, INITIALIZED, sessions[url])
+        for url in (a, b):  # interleaved: each replay's first call is its own
+            assert post(url, call(2, "add", {"a": 2, "b": 3}), sessions[url])[2][-1]["error"]["message"] == "busy"
+        for url in (a, b):
+            answer = post(url, call(3, "add", {"a": 2, "b": 3}), sessions[url])[2][-1]
+            urls.append(answer["result"]["structuredContent"])
+    assert urls == [{"result": 5}, {"result": 5}]

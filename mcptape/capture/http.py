@@ -334,7 +334,7 @@ class SSEStream:
             self.capture._write(self.exchange, sent)
             self._edited += _encode(sent)
         if len(editor.withheld) > withheld:
-            self.capture.sink.write(records.edit(record["t"], [e.text for e in editor.plan.fired], editor.notes[-1],
+            self.capture.sink.write(records.edit(record["t"], editor.plan.texts, editor.notes[-1],
                                                  editor.exchange if editor.exchange is not None else
                                                  self.exchange.number, editor.withheld[withheld:]))
 

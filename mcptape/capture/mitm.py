@@ -23,7 +23,7 @@ from mitmproxy.proxy import mode_specs
 
 from .. import TOOL, edits
 from ..redact import Redactor
-from ..tape import json_form, records
+from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
 from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
@@ -177,22 +177,18 @@ class Recorder:
         if not plan:
             return 0.0
         flow.metadata[PLAN] = plan
-        if plan.status is None and not plan.reset and self.capture.is_legacy(flow.request.path):
-            return self._edit_on_channel(flow, plan, msg, session)
-        if plan.reset:
-            self._edited(flow, "reset the connection")
+        legacy = self.capture.is_legacy(flow.request.path)
+        ours = edits.instead(plan, channel=legacy)
+        if isinstance(ours, edits.Reset):
+            self._edited(flow, ours)
             flow.kill()
-        elif plan.status is not None:
-            status, headers, body = plan.status
-            flow.response = mhttp.Response.make(status, body, _mitm_headers(headers))
-            dead = ": the session is dead" if plan.dead_session else ""
-            self._edited(flow, f"answered HTTP {status} instead{dead}")
-        elif plan.error is not None:
-            headers = _mitm_headers([("content-type", http.JSON)])
-            flow.response = mhttp.Response.make(200, _json_bytes(plan.error), headers)
-            self._edited(flow, "answered with a JSON-RPC error instead")
-        elif plan.delay or plan.changes_events:
-            self._edited(flow, edits.describe(plan))
+        elif ours is not None:
+            flow.response = mhttp.Response.make(ours.status, ours.body, _mitm_headers(ours.headers))
+            self._edited(flow, ours)
+        elif legacy:
+            return self._edit_on_channel(flow, plan, msg, session)
+        elif note := edits.announce(plan):
+            self._edited(flow, note)
         return 0.0
 
     def _edit_on_channel(self, flow: mhttp.HTTPFlow, plan: edits.Plan, msg, session: str | None) -> float:
@@ -201,23 +197,18 @@ class Recorder:
         and a delay holds the POST, so the server answers late. mitmproxy cannot put a message into a stream on
         its own, so an answer is only ever changed, never made up."""
         channel = self._channels.get(session)
-        if plan.error is not None or plan.changes_events:
-            if channel is None or jsonrpc.kind(msg) != "request":
-                self.editor.not_applied(plan, ("error", "drop", "drop-event", "duplicate", "malformed"),
-                                        "the legacy session's SSE channel was not seen, so its answers cannot be "
-                                        "edited" if channel is None else "it selected a message that gets no answer")
-                plan.error, plan.drop, plan.drop_event, plan.duplicate, plan.malformed = None, False, None, False, None
-            else:
-                channel.expect(msg, plan, self.capture.exchange_number(flow.id))
-        if plan.delay or plan.error is not None or plan.changes_events:
-            self._edited(flow, edits.describe(plan) + " (on the session's SSE channel)")
+        note = edits.on_channel(self.editor, plan, channel is not None, jsonrpc.kind(msg) == "request")
+        if plan.edits_messages:  # what is left of them, the channel can take
+            channel.expect(msg, plan, self.capture.exchange_number(flow.id))
+        if note is not None:
+            self._edited(flow, note)
         del flow.metadata[PLAN]  # nothing to do on the POST's own 202
         return plan.delay
 
-    def _edited(self, flow: mhttp.HTTPFlow, detail: str, withheld: list | None = None) -> None:
+    def _edited(self, flow: mhttp.HTTPFlow, effect: edits.Effect) -> None:
         if self.capture is not None:
             plan = flow.metadata[PLAN]
-            self.capture.edited(flow.id, self.clock(), [e.text for e in plan.fired], detail, withheld)
+            self.capture.edited(flow.id, self.clock(), plan.texts, effect.detail, effect.withheld or None)
 
     async def responseheaders(self, flow: mhttp.HTTPFlow) -> None:
         plan: edits.Plan | None = flow.metadata.get(PLAN)
@@ -240,8 +231,7 @@ class Recorder:
             return
         if plan is not None and plan.changes_events and not plan.replaces_answer:
             if not stream.edit(edits.StreamEditor(plan, _request_id(flow))):
-                self.editor.not_applied(plan, ("drop", "drop-event", "duplicate", "malformed"),
-                                        "the event stream is compressed; mcptape cannot edit it live")
+                edits.not_on_compressed_stream(self.editor, plan)
         elif (self.editor is not None and flow.request.method == "GET"
               and http.SESSION_ID not in flow.request.headers):
             # a GET stream outside any Streamable HTTP session: a legacy channel, once its endpoint event says so
@@ -262,13 +252,12 @@ class Recorder:
         """drop: the final response never reaches the client; the request (or its stream) stays open until the
         client gives up or the proxy stops."""
         if not flow.response.stream:
-            body, _ = _content(flow.response)
-            self._edited(flow, "withheld the response; the request stays open", [jsonrpc.parse(body).msg])
+            self._edited(flow, edits.withhold(jsonrpc.parse(_content(flow.response)[0]).msg))
         while not self.stopping and flow.client_conn.timestamp_end is None:
             await asyncio.sleep(0.05)  # mitmproxy has no event for a client leaving while a hook is pending
         if self.capture is not None:
             reason = records.PROXY_STOPPED if self.stopping else records.CLIENT_DISCONNECTED
-            self.capture.failed(flow.id, self.clock(), reason, "the response was withheld by an edit")
+            self.capture.failed(flow.id, self.clock(), reason, edits.WITHHELD_ENDED)
         flow.kill()
 
     @_guarded
@@ -321,10 +310,6 @@ def _request_id(flow: mhttp.HTTPFlow):
 
 def _mitm_headers(headers: list[tuple[str, str]]) -> mhttp.Headers:
     return mhttp.Headers([(k.encode(), v.encode()) for k, v in headers])
-
-
-def _json_bytes(value) -> bytes:
-    return json_form.dumps(value).encode()
 
 
 def _relocation(flow: mhttp.HTTPFlow) -> Relocation | None:

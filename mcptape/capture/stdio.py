@@ -126,7 +126,7 @@ class StdioRecorder:
     def _pump_edited(self, src: int, dst: int, direction: str, at_eof: None) -> None:
         """The server's stdout, line by line: a final response an edit selected goes out changed (or not at all,
         or later); everything else as it came."""
-        from ..edits import StreamEditor
+        from .. import edits
 
         pending = b""
         while chunk := _read(src):
@@ -138,16 +138,15 @@ class StdioRecorder:
                 if plan is None:
                     self._send(dst, line, records.stdio_line)
                     continue
-                texts, request_id = [e.text for e in plan.fired], msg.get("id")
-                editor = StreamEditor(plan, request_id)
-                sent = editor.feed({"msg": msg})
-                notes = "; ".join(editor.notes) or "nothing to change on this answer"
-                self.record(lambda t: records.edit(t, texts, notes, None, editor.withheld or None, request_id))
-                out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode() for e in sent]
-                if plan.delay:
-                    self.record(lambda t: records.edit(t, texts, f"delayed the response by {plan.delay:g} s",
-                                                       request_id=request_id))
-                    timer = threading.Timer(plan.delay, self._send_all, (dst, out))
+                request_id = msg.get("id")
+                change = edits.edit_events([{"msg": msg}], plan, request_id, "")
+                self.record(lambda t: records.edit(t, plan.texts, change.detail, None, change.withheld or None,
+                                                   request_id))
+                out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode()
+                       for e in change.events]
+                if hold := edits.hold(plan):
+                    self.record(lambda t: records.edit(t, plan.texts, hold.detail, request_id=request_id))
+                    timer = threading.Timer(hold.seconds, self._send_all, (dst, out))
                     timer.daemon = True
                     timer.start()
                     self._timers.append(timer)

@@ -149,12 +149,11 @@ def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
         out += _compare("request-changed", label, params_a, params_b, "params", pointers)
         if a.outcome in _ANSWERED:
             out += _compare(f"{a.outcome}-changed", label, answer_a, answer_b, a.outcome, pointers)
-    seen_a = Counter((f.rule, f.dir, f.method) for f in findings_a)
+    in_a, seen_b = Counter((f.rule, f.dir, f.method) for f in findings_a), Counter()
     for f in findings_b:
         key = (f.rule, f.dir, f.method)
-        if seen_a[key] > 0:
-            seen_a[key] -= 1
-        else:
+        seen_b[key] += 1
+        if seen_b[key] > in_a[key]:  # b has more of these than a: the ones beyond a's count are new
             out.append(Difference("finding-new-in-b", f"{f.dir or ''} {f.method or ''}".strip() or f.tape,
                                   f.rule, None, f.message))
     return out

@@ -1,6 +1,6 @@
-"""Which edits fire on a client message, and what they make the client get instead (no I/O: the replay and the
-live proxy act on the Plan). Selectors count over the whole run, across sessions, as the client sent its
-messages; the sessions an edit killed stay dead until the client opens a new one."""
+"""Which edits fire on a client message, and what they make the client get instead (no I/O: effects.py turns the
+Plan into what the replay and the live proxy do). Selectors count over the whole run, across sessions, as the
+client sent its messages; the sessions an edit killed stay dead until the client opens a new one."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ class Plan:
         return bool(self.fired)
 
     @property
+    def texts(self) -> list[str]:
+        """The edits that fired, as the user wrote them: what an `edit` record names."""
+        return [e.text for e in self.fired]
+
+    @property
     def replaces_answer(self) -> bool:
         """The client gets an answer of ours, and the recorded (or real) answer stays unused."""
         return self.status is not None or self.error is not None or self.reset
@@ -45,14 +50,25 @@ class Plan:
     def changes_events(self) -> bool:
         return bool(self.drop or self.drop_event or self.close_after is not None or self.duplicate or self.malformed)
 
+    @property
+    def edits_messages(self) -> bool:
+        """It changes the call's own messages where they go out among others' (a legacy session's SSE channel):
+        an error stands in for the final response there, the event edits change them."""
+        return self.error is not None or self.changes_events
+
 
 class Editor:
     """Sees each client message in the order the client sent it and says which edits fire on it. It also keeps
     the sessions an edit killed: every later request carrying a dead id gets the same answer, until the client
-    opens a new session."""
+    opens a new session. How often each edit fired is counted here, not on the edits, so one parsed list can
+    drive several Editors (two replays of one tape) independently."""
 
     def __init__(self, edits: list[Edit]) -> None:
         self.edits = edits
+        # Two counts that only grow: how often an edit fired, and how often the answer it fired on could not take
+        # it (not_applied). An edit is done while the difference is short of its `times`.
+        self._fired: dict[Edit, int] = {}
+        self._missed: dict[Edit, int] = {}
         self.posts = 0
         self.methods: dict[str, int] = {}
         self.sessions: dict[str, int] = {}  # session id -> its number, in the order the client first used it
@@ -90,9 +106,9 @@ class Editor:
         for edit in self.edits:
             if edit.action == "expire-session" and session is None:
                 continue  # nothing to expire yet: it fires on the first selected request that carries a session
-            if (edit.times is None or edit.fired < edit.times) and self._selects(edit.at, t, msg, http_method,
-                                                                                    session):
-                edit.fired += 1
+            if (edit.times is None or self.applied(edit) < edit.times) and self._selects(edit.at, t, msg,
+                                                                                            http_method, session):
+                self._fired[edit] = self._fired.get(edit, 0) + 1
                 plan.fired.append(edit)
                 self._apply(edit, plan, msg, session)
         return plan
@@ -150,17 +166,22 @@ class Editor:
         elif edit.action == "malformed":
             plan.malformed = o.get("kind", "not-json")
 
+    def applied(self, edit: Edit) -> int:
+        """How many messages the edit was done on: it fired, and the answer could take it."""
+        return self._fired.get(edit, 0) - self._missed.get(edit, 0)
+
     def not_applied(self, plan: Plan, actions: tuple[str, ...], why: str) -> None:
-        """Those of the plan's edits that could not be done on this answer do not count as fired."""
+        """Those of the plan's edits that could not be done on this answer do not count as done: they may fire
+        again on a later message."""
         for edit in plan.fired:
             if edit.action in actions:
-                edit.fired -= 1
+                self._missed[edit] = self._missed.get(edit, 0) + 1
                 self.why_not.setdefault(edit.text, why)
 
     def unfired(self) -> list[str]:
         """Warnings for the edits that never fired, for the end of a run."""
         return [f"edit {e.text!r} never fired" + (f": {self.why_not[e.text]}" if e.text in self.why_not else "")
-                for e in self.edits if e.fired == 0]
+                for e in self.edits if self.applied(e) == 0]
 
 
 def _http_error(code: int) -> dict:

@@ -1,5 +1,6 @@
 """Edits that change a response's messages as they go out: a dropped event, the final response withheld,
-sent twice or malformed; a stream closed early for a resume."""
+sent twice or malformed; a stream closed early for a resume. Each change is noted in the words the edit record
+says (effects.py says the rest)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 from ..tape import json_form
 from ..wire import jsonrpc
 from .decide import Plan
+
+ERROR_INSTEAD = "answered with a JSON-RPC error instead"
+NOTHING_TO_CHANGE = "nothing to change on this answer"
 
 
 def final_response(msg: Any, request_id: Any) -> bool:
@@ -51,7 +55,7 @@ class StreamEditor:
         is_final = final_response(msg, self.request_id)
         if is_final and plan.error is not None:  # where the answer cannot be replaced whole (stdio, a channel)
             self.withheld.append(msg)
-            self.notes.append("answered with a JSON-RPC error instead")
+            self.notes.append(ERROR_INSTEAD)
             return [{**event, "msg": {**plan.error, "id": msg.get("id")}}]
         if plan.drop_event == self.count:
             self.withheld.append(msg if "msg" in event else event.get("data"))
@@ -105,12 +109,17 @@ class ChannelEditor:
 
 @dataclass
 class EditedEvents:
-    """A response's SSE events after the edits: what to send, and what the edits held back."""
+    """A response's SSE events after the edits: what to send, and what the edits held back. The effect of a plan
+    on a response's messages, with an effect's `detail` and `withheld` (effects.py)."""
 
     events: list[dict]
     rest: list[dict] | None = None  # close-stream: the events a resume gets (None: the stream was not cut)
     withheld: list[Any] = field(default_factory=list)  # messages the client never gets
     notes: list[str] = field(default_factory=list)  # what was done, for the log
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(self.notes) or NOTHING_TO_CHANGE
 
 
 def edit_events(events: list[dict], plan: Plan, request_id: Any, stream: str) -> EditedEvents:

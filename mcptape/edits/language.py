@@ -56,14 +56,15 @@ class Selector:
         return f"{self.kind}:{self.value}"
 
 
-@dataclass
+# Parsed once, never changed: how often an edit fired is the Editor's to count, so edits parsed once can drive
+# several Editors. eq=False: an edit is equal only to itself and hashed by identity (an Editor keys its counts by it).
+@dataclass(frozen=True, eq=False)
 class Edit:
     text: str  # as the user wrote it
     action: str
     at: Selector
     times: int | None  # None: all
     options: dict[str, Any]
-    fired: int = 0
 
 
 def parse(text: str) -> Edit:

@@ -8,7 +8,7 @@ recorded request that came closest and where it differs (deepdiff, imported only
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..wire import jsonrpc, pointer
@@ -36,16 +36,16 @@ def normalize(msg: Any, ignore: list[list[str]]) -> Any:
     return shaped
 
 
-def find(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -> Answer | None:
-    """The first unused candidate that matches, else the last used one. Candidates have the live method."""
+def find(live: dict, candidates: Iterable[tuple[Answer, Any]], ignore: list[list[str]],
+         used: Mapping[Answer, int]) -> Answer | None:
+    """The first unused candidate that matches, else the last used one. Candidates have the live method and come
+    with their shape (`normalize` of their request, made once by the replay, whose ignore pointers they depend on);
+    `used` is the replay's count of each answer served."""
     wanted = normalize(live, ignore)
     last = None
-    for answer in candidates:
-        shape = answer.shape
-        if shape is None:  # normalized once per answer: the ignore pointers are fixed for a replay
-            shape = answer.shape = normalize(answer.request, ignore)
+    for answer, shape in candidates:
         if shape == wanted:
-            if not answer.used:
+            if not used.get(answer):
                 return answer
             last = answer
     return last

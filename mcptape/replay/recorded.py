@@ -5,12 +5,18 @@ order and with its framing: status, headers, a JSON body or the SSE events (ids,
 notifications sent before the response). `Answer.messages` is the same answer without its framing, for the
 transport that did not record it. Built by reading the tape through the analysis model, so a session here is the
 session `check` names.
+
+A loaded recording never changes: what a replay did with it (which answers it used up, what the client asked)
+is that replay's own state (serve.Replayer), as vcrpy keeps its play counts beside the cassette, so one loaded
+tape can back several replays at once. While the tape is read, answers and sessions are drafts; `load` freezes
+them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any
 
 from ..model import LEGACY_SSE, Model, Observer, Seen
@@ -19,40 +25,46 @@ from ..tape.file import Reader
 from ..wire import http, jsonrpc, sse
 
 
-@dataclass
+# eq=False: an answer is equal only to itself and hashed by identity, so a replay can key its counts by it
+@dataclass(frozen=True, eq=False)
 class Answer:
     seq: int  # the request's record
     session: str | None  # recorded session label (None: not JSON-RPC, or before a session existed)
     http_method: str  # POST / GET / DELETE; "" on stdio
     request: Any  # the JSON-RPC request or notification the client sent, if any
     status: int | None = None
-    headers: list = field(default_factory=list)
+    headers: tuple = ()
     body: Any = None  # the JSON body of a JSON-framed response
     raw: bytes | None = None  # a body that was not JSON
     # sse.event records, in order; on a standalone GET stream each carries "after": the answer it followed in the
-    # recording, so the replay sends it once that answer has been served (None: before any request)
-    events: list[dict] = field(default_factory=list)
-    lines: list[dict] = field(default_factory=list)  # stdio: {"msg", "t"} for each message written back, in order
+    # recording, so the replay sends it once that answer has been asked (None: before any request)
+    events: tuple[dict, ...] = ()
+    lines: tuple[dict, ...] = ()  # stdio: {"msg", "t"} for each message written back, in order
     t: float = 0.0
-    used: int = 0
     last_event_id: str | None = None  # a GET that resumed a stream
     end: str | None = None  # how the recorded exchange ended
-    shape: Any = None  # the request as matching sees it (set by match.find)
     path: str = "/"
-    channel: list[dict] = field(default_factory=list)  # legacy HTTP+SSE: what came back on the session's GET stream
+    channel: tuple[dict, ...] = ()  # legacy HTTP+SSE: what came back on the session's GET stream
     body_t: float = 0.0  # when the JSON body came back
     # sse.event records sent in its course on other streams: the resumption of its dropped stream, and the
     # standalone GET stream's messages that followed it (see _other_streams)
-    elsewhere: list[dict] = field(default_factory=list)
+    elsewhere: tuple[dict, ...] = ()
 
     @property
     def method(self) -> str | None:
-        return self.request.get("method") if isinstance(self.request, dict) else None
+        return _method(self.request)
 
-    # Computed once, when first served (the answer is complete by then): the replay's hot path reads them per call.
+    # Computed once, when first served: they depend on the recording alone, and the replay's hot path reads them
+    # per call.
     @cached_property
     def sse(self) -> bool:
         return http.media_type(http.get(self.headers, "content-type")) == http.SSE
+
+    @cached_property
+    def asks_client(self) -> bool:
+        """The recorded server sent a request of its own in the course of this answer (sampling, elicitation,
+        roots), and waited for the client's answer."""
+        return any(jsonrpc.kind(m.get("msg")) == "request" for m in (self.events if self.http_method else self.lines))
 
     @cached_property
     def encoded(self) -> dict[int, bytes | tuple[bytes, bytes]]:
@@ -109,50 +121,88 @@ _OWN_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive
                 "server", http.SESSION_ID}
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class RecordedSession:
     label: str
     transport: str
-    answers: list[Answer] = field(default_factory=list)
+    answers: tuple[Answer, ...] = ()
     initialize: Answer | None = None
     dead_status: int | None = None  # what the server answered an unknown/ended session with, when the tape shows it
     version: str | None = None  # the protocol revision it negotiated
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recording:
-    sessions: list[RecordedSession]
-    answers: list[Answer]  # every answer, in tape order
-    paths: set[str]  # HTTP paths the MCP traffic used
+    sessions: tuple[RecordedSession, ...]
+    answers: tuple[Answer, ...]  # every answer, in tape order
+    paths: frozenset[str]  # HTTP paths the MCP traffic used
     entry: str  # the path a client starts at (the MCP endpoint, or a legacy server's SSE path)
     version: str | None = None  # the revision the tape's traffic negotiated first
 
 
+def _method(request: Any) -> str | None:
+    return request.get("method") if isinstance(request, dict) else None
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Answer) if f.default is not MISSING}
+_SEQUENCES = ("headers", "events", "lines", "channel", "elsewhere")  # lists in a draft, tuples once frozen
+
+
+class _Draft(SimpleNamespace):
+    """An answer while the tape is read: its records fill it in as they pass (a response, each SSE event, a
+    message on the legacy channel or on another stream); `load` freezes it into an Answer."""
+
+    def __init__(self, **given: Any) -> None:
+        super().__init__(**{**_DEFAULTS, **{name: [] for name in _SEQUENCES}, **given})
+
+    @property
+    def method(self) -> str | None:
+        return _method(self.request)
+
+    def freeze(self) -> Answer:
+        return Answer(**{k: tuple(v) if k in _SEQUENCES else v for k, v in vars(self).items()})
+
+
+@dataclass
+class _Session:
+    """A recorded session while the tape is read."""
+
+    label: str
+    transport: str
+    answers: list[_Draft] = field(default_factory=list)
+    initialize: _Draft | None = None
+    seen: Any = None  # the model's session, to read what it learned of it once the tape is read
+
+    def freeze(self, frozen: dict[int, Answer]) -> RecordedSession:
+        initialize = frozen[id(self.initialize)] if self.initialize is not None else None
+        # the model's lifecycle says how the server refused the session, if it did
+        return RecordedSession(self.label, self.transport, tuple(frozen[id(a)] for a in self.answers), initialize,
+                               self.seen.refused_with, self.seen.version)
+
+
 class _Collect(Observer):
     def __init__(self) -> None:
-        self.answers: list[Answer] = []
-        self.by_exchange: dict[int, Answer] = {}
-        self.sessions: dict[str, RecordedSession] = {}
-        self.stdio_open: dict[Any, Answer] = {}
+        self.answers: list[_Draft] = []
+        self.by_exchange: dict[int, _Draft] = {}
+        self.sessions: dict[str, _Session] = {}
+        self.stdio_open: dict[Any, _Draft] = {}
         self.paths: set[str] = set()
-        self.model_sessions: list[tuple[RecordedSession, Any]] = []  # to read what the model learned of each
 
-    def _session(self, seen: Seen) -> RecordedSession | None:
+    def _session(self, seen: Seen) -> _Session | None:
         s = seen.session
         if s is None:
             return None
         found = self.sessions.get(s.label)
         if found is None:
-            found = self.sessions[s.label] = RecordedSession(s.label, s.transport)
-            self.model_sessions.append((found, s))
+            found = self.sessions[s.label] = _Session(s.label, s.transport, seen=s)
         return found
 
     def record(self, seen: Seen, model: Model) -> None:
         r = seen.record
         kind = r["kind"]
         if kind == records.HTTP_REQUEST and r.get("mcp"):
-            answer = Answer(seen.seq, None, r.get("method", ""), r.get("msg"), t=seen.t,
-                            last_event_id=http.get(r.get("headers") or [], http.LAST_EVENT_ID),
+            answer = _Draft(seq=seen.seq, session=None, http_method=r.get("method", ""), request=r.get("msg"),
+                            t=seen.t, last_event_id=http.get(r.get("headers") or [], http.LAST_EVENT_ID),
                             path=r.get("path", "/"))
             self.by_exchange[r["exchange"]] = answer
             self.answers.append(answer)
@@ -177,7 +227,7 @@ class _Collect(Observer):
             self._stdio(seen)
         return None
 
-    def _legacy_channel(self, session: RecordedSession, event: dict) -> None:
+    def _legacy_channel(self, session: _Session, event: dict) -> None:
         """On the 2024-11-05 transport every answer comes back on the GET stream: file each message under the
         POST it answers (by id, or by progress token), so the replay can send it when that POST arrives."""
         msg = event.get("msg")
@@ -194,7 +244,7 @@ class _Collect(Observer):
         if owner is not None:
             owner.channel.append(event)
 
-    def _bind(self, answer: Answer, seen: Seen) -> None:
+    def _bind(self, answer: _Draft, seen: Seen) -> None:
         session = self._session(seen)
         if session is None:
             return
@@ -210,7 +260,8 @@ class _Collect(Observer):
             kind = jsonrpc.kind(message)
             if r["dir"] == records.C2S:
                 if kind in ("request", "notification"):
-                    answer = Answer(seen.seq, session.label, "", message, t=seen.t)
+                    answer = _Draft(seq=seen.seq, session=session.label, http_method="", request=message,
+                                    t=seen.t)
                     self.answers.append(answer)
                     session.answers.append(answer)
                     if kind == "request":
@@ -241,18 +292,22 @@ def load(path: str) -> Recording:
         pass
     for _ in model.finish():
         pass
-    entry = next((a.path for a in collect.answers if a.http_method), "/mcp")  # a stdio tape is served at /mcp
-    for session, seen in collect.model_sessions:
-        session.version = seen.version
-        session.dead_status = seen.refused_with  # the model's lifecycle: how the server refused it, if it did
+    for session in collect.sessions.values():
         _place_standalone_events(session)
         _other_streams(session)
-    versions = [s.version for s in collect.sessions.values() if s.version]
-    return Recording(list(collect.sessions.values()), collect.answers, collect.paths, entry,
-                     versions[0] if versions else None)
+    frozen = {id(draft): draft.freeze() for draft in collect.answers}
+    for answer in frozen.values():
+        for event in answer.events:
+            if event.get("after") is not None:  # the drafts' events are shared with `elsewhere`: fixed in both
+                event["after"] = frozen[id(event["after"])]
+    answers = tuple(frozen.values())
+    sessions = tuple(s.freeze(frozen) for s in collect.sessions.values())
+    entry = next((a.path for a in answers if a.http_method), "/mcp")  # a stdio tape is served at /mcp
+    versions = [s.version for s in sessions if s.version]
+    return Recording(sessions, answers, frozenset(collect.paths), entry, versions[0] if versions else None)
 
 
-def _place_standalone_events(session: RecordedSession) -> None:
+def _place_standalone_events(session: _Session) -> None:
     """What a server sent on its standalone GET stream happened at a point among the session's requests (a
     list_changed after a tool call): mark each event with the last request sent before it."""
     if session.transport == LEGACY_SSE:
@@ -265,13 +320,13 @@ def _place_standalone_events(session: RecordedSession) -> None:
                          for e in answer.events]
 
 
-def _other_streams(session: RecordedSession) -> None:
+def _other_streams(session: _Session) -> None:
     """On Streamable HTTP an answer's messages may come on more than its own stream: a dropped stream's rest on the
     GET that resumed it (Last-Event-ID), a notification on the standalone GET stream while it ran. File them under
     the answer (`elsewhere`), for a transport with one channel (stdio) to send with it."""
     if session.transport == LEGACY_SSE:
         return  # there every message is on the channel already (Answer.channel)
-    owner_of: dict[Any, Answer] = {}  # SSE event id -> the answer whose stream it was on
+    owner_of: dict[Any, _Draft] = {}  # SSE event id -> the answer whose stream it was on
     for answer in session.answers:
         if answer.http_method == "GET" and answer.last_event_id is None:
             for event in answer.events:

@@ -3,6 +3,10 @@
 Ids are mapped both ways: the recorded response goes out with the live request's id, recorded progress
 notifications with the live progress token, recorded session ids become fresh live ones. Each live `initialize`
 opens a fresh session bound to the next recorded session, whose answers are searched first.
+
+The recording is read, never changed: what this replay did with it (how often each answer was used up, which the
+client asked, how each request looks to matching) is the Replayer's own, so several replays can share one
+loaded tape.
 """
 
 from __future__ import annotations
@@ -59,7 +63,11 @@ class Replayer:
         # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
         self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
-        self._pools: dict[tuple[str | None, Any], list[Answer]] = {}  # (recorded session, method) -> candidates
+        # (recorded session, method) -> the candidates, each with its shape (match.normalize, once per answer)
+        self._pools: dict[tuple[str | None, Any], list[tuple[Answer, Any]]] = {}
+        self._shapes: dict[Answer, Any] = {}
+        self._used: dict[Answer, int] = {}  # how often each answer went out as recorded
+        self._asked: set[Answer] = set()  # the answers the client asked for, delivered or not
 
     # -- sessions --------------------------------------------------------------------------------------------------
 
@@ -82,18 +90,22 @@ class Replayer:
 
     # -- answering -------------------------------------------------------------------------------------------------
 
-    def answer(self, live: dict, session: LiveSession | None, stdio: bool = False) -> Outcome:
-        """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it."""
+    def answer(self, live: dict, session: LiveSession | None, stdio: bool = False, consume: bool = True) -> Outcome:
+        """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it. `consume`: it goes
+        out as recorded, so it is used up; one an edit withholds or answers in place of (edits.delivers) is left
+        for a retry."""
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
-            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore)
+            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore, self._used)
         if recorded is None and live.get("method") == "ping" and "id" in live and self._has_ping(session):
             pong = {"jsonrpc": "2.0", "id": live["id"], "result": {}}  # "MUST respond promptly with an empty response"
             return Outcome(body=pong, lines=[{"msg": pong}], session=session)
         if recorded is None:
             return self._miss(live, session)
-        recorded.used += 1
+        self._asked.add(recorded)
+        if consume:
+            self._used[recorded] = self._used.get(recorded, 0) + 1
         maps = session or self.sessionless
         if isinstance(recorded.request, dict) and "id" in recorded.request:
             maps.ids[jsonrpc.id_key(recorded.request["id"])] = live.get("id")
@@ -101,6 +113,11 @@ class Replayer:
         if token is not None:
             maps.tokens[jsonrpc.id_key(token)] = jsonrpc.progress_token(live)
         return self._outcome(recorded, maps, session, stdio)
+
+    def asked(self, recorded: Answer) -> bool:
+        """Whether the client has asked for this recorded answer (a message the recorded server sent after it may
+        go out now)."""
+        return recorded in self._asked
 
     def _has_ping(self, session: LiveSession | None) -> bool:
         """ping exists in every revision before 2026-07-28 (which removed it)."""
@@ -113,8 +130,10 @@ class Replayer:
         recorded standalone stream (its messages are delivered on the live one)."""
         pool = session.recorded.answers if session is not None and session.recorded else self.recording.answers
         for recorded in pool:
-            if recorded.http_method == "GET" and recorded.last_event_id == last_event_id and not recorded.used:
-                recorded.used += 1
+            if (recorded.http_method == "GET" and recorded.last_event_id == last_event_id
+                    and recorded not in self._used):
+                self._used[recorded] = 1
+                self._asked.add(recorded)
                 return self._outcome(recorded, session or self.sessionless, session)
         return None
 
@@ -139,23 +158,32 @@ class Replayer:
                 "code": MISS_CODE, "message": f"mcptape: the recorded server refused this request with HTTP "
                                               f"{recorded.status} and no JSON-RPC body, which stdio cannot carry"}},
                 maps)}]
-        # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (http.py frames it)
+        # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (streamable.py frames it)
         return Outcome(recorded, 200 if request else 202, None, [], lines, session)
 
-    def _pool(self, session: LiveSession | None, method: Any) -> list[Answer]:
-        """The answers a request of this method may get, the live session's recorded session first; built once."""
+    def _pool(self, session: LiveSession | None, method: Any) -> list[tuple[Answer, Any]]:
+        """The answers a request of this method may get, the live session's recorded session first, each with its
+        shape; built once."""
         if type(method) is not str:
             return []  # not a request (jsonrpc.kind): nothing recorded answers it
         label = session.recorded.label if session is not None and session.recorded is not None else None
         pool = self._pools.get((label, method))
         if pool is None:
-            pool = self._pools[(label, method)] = [a for a in self._candidates(session) if a.method == method]
+            pool = self._pools[(label, method)] = [(a, self._shape(a)) for a in self._candidates(session)
+                                                   if a.method == method]
         return pool
 
-    def _candidates(self, session: LiveSession | None) -> list[Answer]:
+    def _shape(self, recorded: Answer) -> Any:
+        """A recorded request as matching sees it: this replay's own, for it depends on its ignore pointers."""
+        shape = self._shapes.get(recorded)
+        if shape is None:
+            shape = self._shapes[recorded] = match.normalize(recorded.request, self.ignore)
+        return shape
+
+    def _candidates(self, session: LiveSession | None) -> tuple[Answer, ...]:
         if session is not None and session.recorded is not None:
             mine = session.recorded.answers
-            return mine + [a for a in self.recording.answers if a.session != session.recorded.label]
+            return (*mine, *(a for a in self.recording.answers if a.session != session.recorded.label))
         return self.recording.answers
 
     def _miss(self, live: dict, session: LiveSession | None) -> Outcome:
@@ -176,7 +204,7 @@ class Replayer:
 
     def unused(self) -> list[Answer]:
         return [a for a in self.recording.answers
-                if a.used == 0 and isinstance(a.request, dict) and "id" in a.request]
+                if a not in self._used and isinstance(a.request, dict) and "id" in a.request]
 
     # -- rewriting -------------------------------------------------------------------------------------------------
 

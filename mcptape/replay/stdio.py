@@ -49,23 +49,20 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
             if msg is None or jsonrpc.kind(msg) != "request":
                 continue
             request_id = msg.get("id")
-            if plan and plan.delay:
-                _edited(log, plan, request_id, f"delayed the response by {plan.delay:g} s")
-                time.sleep(plan.delay)
-            if plan and plan.error is not None:  # ours instead of the recorded answer, which stays unused
-                _edited(log, plan, request_id, "answered with a JSON-RPC error instead")
-                write(json_form.dumps(plan.error).encode(), True)
+            if hold := edits.hold(plan):
+                _edited(log, plan, request_id, hold)
+                time.sleep(hold.seconds)
+            if ours := edits.instead(plan):  # on stdio, an error (check_transport refuses the rest)
+                _edited(log, plan, request_id, ours)  # the recorded answer stays unused for a retry
+                write(ours.body, True)
                 continue
-            outcome = replayer.answer(msg, session, stdio=True)
+            outcome = replayer.answer(msg, session, stdio=True, consume=edits.delivers(plan))
             lines = outcome.lines
             injected = bool(plan and plan.changes_events)
             if injected:
-                change = edits.edit_events(lines, plan, msg.get("id"), "")
-                _edited(log, plan, request_id, "; ".join(change.notes) or "nothing to change on this answer",
-                        change.withheld)
+                change = edits.edit_events(lines, plan, request_id, "")
+                _edited(log, plan, request_id, change)
                 lines = change.events
-                if plan.drop and outcome.answer is not None:
-                    outcome.answer.used -= 1  # never delivered: a retry gets it
             previous = outcome.answer.t if outcome.answer is not None else 0.0
             for line in lines:
                 if pace is not None and line.get("t"):
@@ -81,6 +78,6 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
             log.write(records.stdio_eof(time.time(), records.C2S))  # the client closed our stdin
 
 
-def _edited(log: Writer | None, plan: edits.Plan, request_id, detail: str, withheld: list | None = None) -> None:
+def _edited(log: Writer | None, plan: edits.Plan, request_id, effect: edits.Effect | edits.EditedEvents) -> None:
     if log is not None:
-        log.write(records.edit(time.time(), [e.text for e in plan.fired], detail, None, withheld or None, request_id))
+        log.write(records.edit(time.time(), plan.texts, effect.detail, None, effect.withheld or None, request_id))
