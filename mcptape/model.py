@@ -499,6 +499,9 @@ class Model:
             else:
                 seen.note("orphan-response", msg)
             return
+        if call.response_seq is not None:  # answered already in this same record (a batch): a second answer
+            seen.note("late-response", call)
+            return
         call.response, call.response_seq = msg, seen.seq
         if call.method == "initialize" and "result" in msg:
             session.initialized = True

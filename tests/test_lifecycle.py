@@ -250,3 +250,14 @@ def test_the_findings_do_not_depend_on_the_order_of_the_rules(tmp_path):
         fresh = all_rules()  # rules keep state: new ones for every run
         orders.append(run([fresh[i] for i in order]))
     assert orders[0] and all(order == orders[0] for order in orders)
+
+
+def test_two_answers_in_one_batch_settle_a_call_once(tmp_path):
+    """A batch whose two null-id errors both fall back to the one request of their exchange: the second is a
+    duplicate answer, and the call is settled once (diff of the tape with itself finds nothing)."""
+    from mcptape.check.diff import diff
+
+    tape = Synth(tmp_path / "t.mcptape")
+    tape.call(tape.session, 400, [error("first"), error("second")])
+    path = tape.write()
+    assert "duplicate-response" in rules(tape.findings()) and diff(path, path) == []
