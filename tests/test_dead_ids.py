@@ -265,6 +265,19 @@ def test_the_mcp_session_id_in_a_body_is_the_protocols_but_an_apps_session_id_co
     assert repr(browser_session) in finding.message
 
 
+def test_an_unknown_method_is_no_refusal_of_an_id(tmp_path):
+    tape = Tape(tmp_path / "runs.mcptape")
+    tape.run()
+    tape.c2s(call_tool(1, "start_thread"))
+    tape.s2c(result(1, {"content": [], "structuredContent": {"threadId": THREAD}}))
+    tape.exit()
+    tape.run()
+    tape.c2s(request(1, "threads/get", {"threadId": THREAD}))
+    tape.s2c({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}})
+    tape.exit()
+    assert dead_ids(tape) == []
+
+
 def test_a_short_id_never_counts(tmp_path):
     tape = Tape(tmp_path / "runs.mcptape")
     tape.run()

@@ -62,6 +62,7 @@ _UUID_HEAD = re.compile(rf"(?<!\w){_HEX}{{8}}")
 _TEXT_READ = 16_384  # of a long free text (a file, a page, a table) only the start is read for ids
 _JSON_ID = re.compile(r'"(id|\w*(?:_id|Id|ID))"\s*:\s*"([^"\\\s]{16,256})"')  # an id-named key in JSON text
 _NOT_FOUND = re.compile(r"not found|unknown|no such|expired|does not exist", re.IGNORECASE)
+_METHOD_NOT_FOUND = -32601
 _ERROR_LEVELS = frozenset({"error", "critical", "alert", "emergency"})  # notifications/message levels of an error
 _LOG, _PROGRESS = "notifications/message", "notifications/progress"
 _PROGRESS_FIELDS = frozenset({"progressToken", "progress", "total", "message"})  # its message: free text
@@ -311,8 +312,8 @@ class DeadIds(Observer):
                 return None
             error = response.get("error")
             if error is not None:
-                if not _says_not_found(error):
-                    return None
+                if not _says_not_found(error) or (type(error) is dict and error.get("code") == _METHOD_NOT_FOUND):
+                    return None  # what was not found is the method, not an id
             else:
                 result = response.get("result")
                 if type(result) is not dict or not result.get("isError") or not _says_not_found(result):
