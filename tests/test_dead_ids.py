@@ -6,6 +6,11 @@ count."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcptape.check import check
 from mcptape.tape import records
@@ -324,3 +329,37 @@ def test_a_refusal_issues_nothing(tmp_path):
         tape.s2c(tool_error(n, "not found"))
     tape.exit()
     assert dead_ids(tape) == []
+
+
+# Messages of every wrong shape where this rule looks (id-named keys, long strings, log levels, isError, nesting),
+# over stdio and HTTP, in process: nothing may raise.
+_long = st.sampled_from([THREAD, CONVERSATION, JOB, f"thread {THREAD} not found", '{"threadId": "%s"}' % JOB,
+                         "x" * 20_000 + THREAD, "not found"])
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["", "error", "text"]), _long)
+_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["id", "thread_id", "threadId", "text", "message", "data", "level", "type", "isError",
+                     "content", "_meta", "requestId"]), inner, max_size=4), max_leaves=12)
+_message = st.fixed_dictionaries({"jsonrpc": st.just("2.0")}, optional={
+    "id": st.one_of(st.integers(1, 3), _long), "method": st.sampled_from(
+        ["tools/call", "notifications/message", "notifications/progress", "notifications/cancelled", "x"]),
+    "params": _value, "result": _value, "error": _value})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["c2s", "s2c", "sse", "run"]), st.one_of(_message, st.lists(_message,
+                                                                                                    max_size=2))),
+                max_size=12))
+def test_no_message_makes_the_rule_raise(steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        tape = Tape(Path(tmp) / "any.mcptape")
+        tape.run()
+        tape.http_session("session-a")
+        ex = tape.post("session-a", call_tool(9, "x", thread_id=THREAD))
+        for where, msg in steps:
+            if where == "run":
+                tape.run()
+            elif where == "sse":
+                tape.event(ex, msg)
+            else:
+                (tape.c2s if where == "c2s" else tape.s2c)(msg)
+        assert all(f.rule and f.message for f in check([tape.write()]))

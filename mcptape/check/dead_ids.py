@@ -256,7 +256,8 @@ class DeadIds(Observer):
         data = params.get("data")
         if type(data) is str and len(data) >= _SHORTEST:
             _free_text(data, out)
-        if params.get("level") in _ERROR_LEVELS and _says_not_found(data):
+        level = params.get("level")
+        if type(level) is str and level in _ERROR_LEVELS and _says_not_found(data):
             out.clear()  # a refusal, issuing nothing
             self._tie(seen, model)
 
