@@ -11,10 +11,10 @@ JSON text (a tool's structured output serialized into its text, a JSON resource)
 see _NOT_ID. An id is remembered with where it was issued first (tape, session, record) and the session that
 issued it last, the last 20,000 to 40,000 of them (model.Recent): memory stays flat in tape size.
 
-Refused: a client request (any method) answered with a JSON-RPC error or an `isError` result, or met by an
-error-level `notifications/message` tied to it (see DeadIds._tie), whose text says not found, unknown, expired,
-no such or does not exist. Then the first string of its params that was issued in another session (or tape)
-and not in this one gives the finding, once per call.
+Refused: a client request (any method) answered with a JSON-RPC error (but "Method not found", -32601) or an
+`isError` result, or met by an error-level `notifications/message` tied to it (see DeadIds._tie), whose text says
+not found, unknown, expired, no such or does not exist. Then the first string of its params (or UUID in one) that
+was issued in another session (or tape), and not in this one before the request, gives the finding, once per call.
 
 The hot loop: `record` runs for every server message of a tape; most hold no id, so the walk is plain loops and
 recursion over dicts and lists, rejecting every string shorter than 16 characters before anything else, and the
