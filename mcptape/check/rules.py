@@ -5,7 +5,6 @@ a finding about the server that rests on an injected answer carries `injected` s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
