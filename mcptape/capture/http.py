@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from ..redact import Redactor
 from ..tape import records
@@ -74,7 +74,7 @@ class HttpCapture:
         """A request arrived whole. Returns whether it is recorded."""
         split = urlsplit(target)
         path = split.path or "/"
-        query = _query_pairs(split.query)
+        query = http.query_pairs(target)
         mcp = self._is_mcp(method, path, headers, body)
         if not mcp and self.scope.mcp_only and not self.scope.record_all:
             return False
@@ -185,11 +185,8 @@ class HttpCapture:
         self._write(ex, records.end(t, ex.number, reason, detail))
 
     def session_of(self, target: str, headers: list[tuple[str, str]]) -> str | None:
-        """The session a request carries: its Mcp-Session-Id, or on a legacy message endpoint its query's."""
-        session = http.get(headers, http.SESSION_ID)
-        if session is None and urlsplit(target).path in self._legacy_paths:
-            session = http.legacy_session(http.query_pairs(target))
-        return session
+        """The session a request carries (the endpoints learned so far tell a legacy POST)."""
+        return http.request_session(headers, target, self.is_legacy(target))
 
     def is_legacy(self, target: str) -> bool:
         """A POST to a legacy (2024-11-05) message endpoint: its answers come back on the session's channel."""
@@ -204,7 +201,7 @@ class HttpCapture:
         self._legacy_paths.add(split.path)
         if self.scope.endpoints:
             self.scope.endpoints.add(split.path)
-        return http.legacy_session(_query_pairs(split.query))
+        return http.legacy_session(http.query_pairs(uri))
 
 
 @dataclass(frozen=True)
@@ -345,7 +342,3 @@ def _encode(record: records.Record) -> bytes:
     if "rewritten_to" in record:
         event.data = record["rewritten_to"]
     return sse.encode(event)
-
-
-def _query_pairs(query: str) -> list[tuple[str, str]]:
-    return parse_qsl(query, keep_blank_values=True)

@@ -113,8 +113,6 @@ def _outcome(call: Call) -> str:
     return "cancelled" if call.cancel else "unanswered"
 
 
-
-
 def _drop_noise(value: Any) -> Any:
     """A copy without what differs from run to run anyway (progress tokens, request ids in cancellations)."""
     # runs on every call of both tapes: recurse into containers only, not into each string and number

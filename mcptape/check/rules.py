@@ -90,11 +90,6 @@ def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str
                    transition=transition.to_json() if transition is not None else None)
 
 
-def _who(direction: str) -> tuple[str, str]:
-    """(sender, receiver) of a request sent in this direction."""
-    return ("client", "server") if direction == records.C2S else ("server", "client")
-
-
 class Calls(Observer):
     """What became of each request: answered, cancelled, left hanging, or cut off by the end of the recording."""
 
@@ -104,7 +99,7 @@ class Calls(Observer):
         return list(self._call(call))
 
     def _call(self, call: Call) -> Iterator[Finding]:
-        sender, receiver = _who(call.dir)
+        sender, receiver = _SIDE[call.dir]
         ex = call.exchange
         if call.answered:
             if call.cancel is not None and call.cancel[0] < (call.response_seq or 0):
@@ -342,11 +337,12 @@ class Sessions(Observer):
     def finish(self, model: Model) -> Iterator[Finding]:
         for session, uses in self.reuse.values():
             first, last, dead = uses[0], uses[-1], session.dead
-            how = ("after the client deleted it" if dead.kind == DELETED else
-                   f"after {'an edit' if dead.kind == EXPIRED else 'the server'} declared it dead ({dead.status}")
+            how = (f"the client deleted it (record {dead.seq})" if dead.kind == DELETED else
+                   f"{'an edit' if dead.kind == EXPIRED else 'the server'} declared it dead ({dead.status} at record "
+                   f"{dead.seq})")
             yield Finding("dead-session-reuse", "error", session.tape, session.label, records.C2S, None, None,
-                          f"{len(uses)} request(s) still carried session {session.label} {how} at record "
-                          f"{dead.seq}{')' if dead.kind != DELETED else ''}, over {last[1] - first[1]:.1f}s",
+                          f"{len(uses)} request(s) still carried session {session.label} after {how}, over "
+                          f"{last[1] - first[1]:.1f}s",
                           spec.REINITIALIZE if dead.status == 404 else spec.SESSION_404, first[0], first[1],
                           dead.injected, transition=dead.to_json())
             if dead.status == 404 and session.superseded is None:

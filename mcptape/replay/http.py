@@ -53,9 +53,7 @@ class HttpReplay:
         return self._dispatch(req, ex, plan)
 
     def _plan(self, req: Request) -> edits.Plan:
-        session = http.get(req.headers, http.SESSION_ID)
-        if session is None and self.replayer.legacy:
-            session = http.legacy_session(http.query_pairs(req.target))
+        session = http.request_session(req.headers, req.target, self.replayer.legacy)
         return self.editor.plan(time.time(), req.message, req.method, session)
 
     def _dispatch(self, req: Request, ex: Exchange, plan: edits.Plan) -> Coroutine | None:

@@ -15,7 +15,6 @@ from ..wire import jsonrpc, pointer
 from .recorded import Answer
 
 
-
 def normalize(msg: Any, ignore: list[list[str]]) -> Any:
     """The part of a request that must match: method and params, without volatile and ignored parts."""
     if not isinstance(msg, dict):

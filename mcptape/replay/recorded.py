@@ -341,5 +341,3 @@ def _other_streams(session: _Session) -> None:
                 owner_of[event["id"]] = owner
             if owner is not answer and "msg" in event:
                 owner.elsewhere.append(event)
-
-

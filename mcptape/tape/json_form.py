@@ -70,25 +70,20 @@ def parse_document(text: str) -> tuple[Record, list[Record]]:
         raise ValueError("the file is empty")
     try:
         doc = jsonrpc.loads(stripped)
-        items = None
-    except ValueError as e:
+    except ValueError as e:  # JSON Lines, if its first line is the header line; else a document that broke
         items = stripped.splitlines()
-        if not _is_jsonl_header(items[0]):
+        first = _jsonl_header(items[0])
+        if first is None:
             raise ValueError(_where(e, stripped)) from None
-        doc = None
-    if doc is not None:
-        if not isinstance(doc, dict) or "header" not in doc or not isinstance(doc.get("records"), list):
-            raise ValueError('expected {"mcptape": …, "header": {…}, "records": […]}')
-        _check_format(doc)
-        return _header(doc["header"]), [_record(r, i) for i, r in enumerate(doc["records"])]
-    assert items is not None
-    first = _line(items[0], 1)
-    if not isinstance(first, dict) or "header" not in first:
-        raise ValueError('line 1: expected {"mcptape": …, "header": {…}}')
-    _check_format(first)
-    last = len(items)
-    found = [_record(_line(line, n, n == last), n - 2) for n, line in enumerate(items[1:], start=2) if line.strip()]
-    return _header(first["header"]), found
+        _check_format(first)
+        last = len(items)
+        found = [_record(_line(line, n, n == last), n - 2) for n, line in enumerate(items[1:], start=2)
+                 if line.strip()]
+        return _header(first["header"]), found
+    if not isinstance(doc, dict) or "header" not in doc or not isinstance(doc.get("records"), list):
+        raise ValueError('expected {"mcptape": …, "header": {…}, "records": […]}')
+    _check_format(doc)
+    return _header(doc["header"]), [_record(r, i) for i, r in enumerate(doc["records"])]
 
 
 def _check_format(doc: Record) -> None:
@@ -96,21 +91,28 @@ def _check_format(doc: Record) -> None:
         raise ValueError(f"tape format {doc.get('mcptape')!r} is not supported (this mcptape reads {FORMAT})")
 
 
-def _is_jsonl_header(line: str) -> bool:
+def _jsonl_header(line: str) -> dict | None:
+    """The first line of JSON Lines, `{"mcptape": …, "header": {…}}`, or None when it is not one."""
     try:
         first = jsonrpc.loads(line)
     except ValueError:
-        return False
-    return isinstance(first, dict) and "header" in first
+        return None
+    return first if isinstance(first, dict) and "header" in first else None
+
+
+def _cut_off(error: ValueError, text: str) -> bool:
+    """The JSON ran off the end of the text (an unterminated string runs to the end too): the file was cut."""
+    return isinstance(error, json.JSONDecodeError) and (
+        error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"))
 
 
 def _where(error: ValueError, text: str) -> str:
     """Where a JSON document broke: a document cut off (the file ends inside it) says so."""
-    if not isinstance(error, json.JSONDecodeError):
-        return f"not JSON: {error}"
-    if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):  # ran off the end
+    if _cut_off(error, text):
         return (f"the JSON is cut off at line {error.lineno} (the file ends before the document does): "
                 f"was it copied or saved whole?")
+    if not isinstance(error, json.JSONDecodeError):
+        return f"not JSON: {error}"
     return f"not JSON at line {error.lineno}, column {error.colno}: {error.msg}"
 
 
@@ -118,8 +120,7 @@ def _line(text: str, n: int, last: bool = False) -> Any:
     try:
         return jsonrpc.loads(text)
     except ValueError as e:
-        if last and isinstance(e, json.JSONDecodeError) and (
-                e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")):
+        if last and _cut_off(e, text):
             raise ValueError(f"line {n} is cut off (the file ends inside it)") from None
         raise ValueError(f"line {n}: {e}") from None
 

@@ -34,6 +34,15 @@ def legacy_session(query: Iterable[tuple[str, str]]) -> str | None:
     return None
 
 
+def request_session(headers: Iterable[tuple[str, str]], target: str, legacy: bool) -> str | None:
+    """The session a request carries: its Mcp-Session-Id, or, sent to a legacy message endpoint, the one in the
+    endpoint's query."""
+    session = get(headers, SESSION_ID)
+    if session is None and legacy:
+        session = legacy_session(query_pairs(target))
+    return session
+
+
 def query_pairs(target: str) -> list[tuple[str, str]]:
     """A request target's (or URL's) query string as (name, value) pairs, blanks kept."""
     return parse_qsl(target.partition("?")[2].partition("#")[0], keep_blank_values=True)
