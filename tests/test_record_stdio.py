@@ -247,3 +247,25 @@ def test_a_full_disk_stops_the_recording_not_the_server(tmp_path):
     assert b"mcptape: recording stopped" in client.proc.stderr.read()
     recorded = read(tape)  # what was written before the disk filled is intact
     assert recorded.records[0]["kind"] == "capture.start"
+
+
+HUGE_AND_DEEP = r"""
+import sys
+out = sys.stdout.buffer
+out.write(b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + b"x" * 10_000_000 + b'"}]}}\n')
+out.write(b"[" * 600 + b"]" * 600 + b"\n")
+out.write(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after"}}\n')
+"""
+
+
+def test_a_ten_megabyte_line_and_json_nested_too_deep_are_relayed_and_recording_goes_on(tmp_path):
+    tape = tmp_path / "hostile.mcptape"
+    direct = subprocess.run([sys.executable, "-c", HUGE_AND_DEEP], capture_output=True, stdin=subprocess.DEVNULL)
+    through = subprocess.run(wrapped(tape, sys.executable, "-c", HUGE_AND_DEEP), capture_output=True,
+                             stdin=subprocess.DEVNULL)
+    assert through.returncode == direct.returncode == 0
+    assert through.stdout == direct.stdout and through.stderr == b""
+    huge, deep, after = lines(read(tape), "s2c")
+    assert len(huge["msg"]["result"]["content"][0]["text"]) == 10_000_000
+    assert deep["raw"] == b"[" * 600 + b"]" * 600 and "nested deeper than 500" in deep["problem"]
+    assert after["msg"]["params"]["data"] == "after"

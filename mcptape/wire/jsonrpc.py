@@ -30,6 +30,20 @@ def _reject_constant(name: str) -> Any:
 
 _decoder = json.JSONDecoder(parse_float=_exact_float, parse_constant=_reject_constant)
 
+# Deeper JSON is not taken as a message: a tape stores messages as msgpack, whose packer stops at 511 levels, and
+# every reader walks messages recursively. Real MCP messages nest a few dozen levels at most.
+MAX_DEPTH = 500
+
+
+def _deeper_than(value: JSON, limit: int) -> bool:
+    """Whether more than `limit` arrays/objects nest inside each other (breadth-first: no recursion to overflow)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(limit):
+        level = [v for c in level for v in (c.values() if isinstance(c, dict) else c) if isinstance(v, (dict, list))]
+        if not level:
+            return False
+    return True
+
 
 def loads(text: str | bytes) -> JSON:
     """Parse JSON text exactly; raises ValueError with a readable reason on anything that is not JSON."""
@@ -59,6 +73,9 @@ def parse(data: bytes | str) -> Body:
         return Body(problem=f"not JSON: {e}")
     except RecursionError:
         return Body(problem="not JSON: nested too deeply")
+    opens = (b"[", b"{") if isinstance(data, bytes) else ("[", "{")
+    if data.count(opens[0]) + data.count(opens[1]) > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        return Body(problem=f"JSON nested deeper than {MAX_DEPTH} levels is not taken as a message")
     return Body(msg=value, problem=invalid_reason(value), is_json=True)
 
 
