@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from mcptape.tape import records
 from mcptape.tape.file import MAGIC, Reader, TapeError, Writer, decode_payload, encode, pack
 from mcptape.wire import jsonrpc, sse
 
-from .conftest import MCPTAPE
+from .conftest import MCPTAPE, write_tape
 
 FRAME = struct.Struct(">III")
 
@@ -188,3 +189,81 @@ def test_the_edit_language_parses_or_says_why(text):
         parse(text)
     except EditError as e:
         assert str(e) and "\n" not in str(e)
+
+
+# -- the replay's HTTP front: garbage on one connection, service as usual on another -------------------------------
+
+def _session_tape(path: Path) -> str:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}}
+    result = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                     "serverInfo": {"name": "s", "version": "0"}}}
+    json_headers = [("content-type", "application/json")]
+    return write_tape(path, [
+        records.capture_start(0.0, "test", {}, {}),
+        records.http_request(1.0, 0, 0, "POST", "/mcp", [], json_headers, None, None, True,
+                             records.body(json.dumps(init).encode())),
+        records.http_response(1.1, 0, 200, "OK", [*json_headers, ("mcp-session-id", "s1")], "s1",
+                              records.body(json.dumps(result).encode())),
+        records.end(1.1, 0, "complete"),
+    ])
+
+
+class _KeepAlive:
+    """A client on one kept-alive connection: each request waits for its whole answer."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.file = self.sock.makefile("rb")
+
+    def post(self, message: dict, session: str | None = None) -> tuple[int, dict, bytes]:
+        body = json.dumps(message).encode()
+        head = (f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
+                + (f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n" if session else "") + "\r\n")
+        self.sock.sendall(head.encode() + body)
+        status = int(self.file.readline().split()[1])
+        headers = {}
+        while (line := self.file.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return status, headers, self.file.read(int(headers.get("content-length", 0)))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    from mcptape.replay import replaying
+
+    with replaying(_session_tape(tmp_path_factory.mktemp("front") / "t.mcptape")) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        client = _KeepAlive(port)
+        status, headers, _ = client.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}})
+        assert status == 200
+        yield port, client, headers["mcp-session-id"]
+
+
+http_garbage = st.one_of(
+    st.binary(max_size=200),
+    st.builds(lambda method, target, headers, body: f"{method} {target} HTTP/1.1\r\n".encode() + headers + b"\r\n" + body,
+              st.sampled_from(["POST", "GET", "DELETE", "PUT", "BREW", ""]), st.sampled_from(["/mcp", "/x", "*", "", "/mcp?a=%zz"]),
+              st.lists(st.sampled_from([b"Content-Length: 5\r\n", b"Content-Length: -1\r\n", b"Content-Length: 99999999999\r\n",
+                                        b"Transfer-Encoding: chunked\r\n", b"Mcp-Session-Id: s1\r\n", b"Mcp-Session-Id: \xff\r\n",
+                                        b"Last-Event-ID: 1\r\n", b"Content-Type: application/json\r\n", b"X: " + b"y" * 100 + b"\r\n",
+                                        b"bad header\r\n"]), max_size=5).map(b"".join),
+              st.one_of(st.binary(max_size=60), st.sampled_from([b"{}", b"[]", b"null", b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+                                                                b"0\r\n\r\n", b"5\r\nhello\r\n0\r\n\r\n"]))))
+
+
+@settings(max_examples=120, deadline=None)
+@given(garbage=http_garbage, ping_id=st.integers(1, 10**6))
+def test_garbage_on_one_connection_never_disturbs_another(served, garbage, ping_id):
+    port, client, session = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as bad:
+        bad.sendall(garbage)
+        bad.shutdown(socket.SHUT_WR)
+        bad.settimeout(10)
+        while bad.recv(65536):  # the replay answers or closes; it never leaves the connection hanging
+            pass
+    status, _, body = client.post({"jsonrpc": "2.0", "id": ping_id, "method": "ping"}, session)
+    assert status == 200 and json.loads(body) == {"jsonrpc": "2.0", "id": ping_id, "result": {}}
