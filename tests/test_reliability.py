@@ -8,13 +8,20 @@ import http.client
 import json
 import random
 import signal
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 
+import anyio
 import pytest
 
-from mcptape.tape.file import read
+from mcptape.replay import replaying
+from mcptape.tape.file import Reader, read
+
+from . import load
 
 from .conftest import INIT, INITIALIZED, records_so_far, run_mcptape, start_recording, stop, wait_until
 
@@ -118,3 +125,103 @@ def test_sigterm_in_a_burst_keeps_every_answered_exchange(demo_server, tmp_path)
     recorded = read(tape)
     assert recorded.truncated is None and recorded.records[-1]["kind"] == "capture.stop", err
     assert pings_in(tape) >= set(client.answered)
+
+
+# -- load: many SDK clients at once through one recorder, then against one replay -----------------------------------
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def load_through_recorder_and_replay(demo_server, tmp_path, clients: int, seconds: float) -> None:
+    tape = tmp_path / "load.mcptape"
+    rec = start_recording(demo_server(), tape)
+    recorded_runs = anyio.run(load.many_clients, rec.url, clients, seconds)
+    memory = rss_kb(rec.proc.pid)
+    rec.stop()
+    result = load.compare(recorded_runs, load.tape_calls(str(tape)))
+    assert not result.problems, "\n".join(result.problems[:10])
+    assert result.compared >= clients * 2
+    print(f"\nrecorder: {result.compared} calls compared from {clients} sessions, none lost, duplicated, reordered "
+          f"or misattributed; recorder RSS at the end {memory // 1024} MB")
+
+    with replaying(str(tape)) as url:
+        replayed = anyio.run(load.many_clients, url, clients, 0, [len(r.calls) // 2 for r in recorded_runs])
+    for before, after in zip(recorded_runs, replayed):
+        assert after.error is None, after.error
+        assert after.calls == before.calls[:len(after.calls)] and len(after.calls) == len(before.calls) // 2 * 2
+
+
+def test_many_clients_through_one_recorder_and_one_replay(demo_server, tmp_path):
+    load_through_recorder_and_replay(demo_server, tmp_path, clients=8, seconds=2)
+
+
+@pytest.mark.slow
+def test_fifty_clients_for_a_minute(demo_server, tmp_path):
+    load_through_recorder_and_replay(demo_server, tmp_path, clients=50, seconds=60)
+
+
+class RssSampler:
+    """The recorder's resident memory, sampled while a load runs."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(pid, every), daemon=True)
+        self._thread.start()
+
+    def _run(self, pid: int, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.samples.append(rss_kb(pid))
+            except (FileNotFoundError, ProcessLookupError, StopIteration):
+                return
+
+    def stop(self) -> tuple[int, int]:
+        """(KB once the load was under way, KB at its end)."""
+        self._stop.set()
+        self._thread.join(5)
+        return self.samples[len(self.samples) // 10], self.samples[-1]
+
+
+def long_stream(tmp_path, count: int, rate: float) -> None:
+    flood = subprocess.Popen([sys.executable, "-m", "tests.sse_flood", str(count), str(rate)],
+                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    try:
+        upstream = f"http://127.0.0.1:{int(flood.stdout.readline())}/mcp"
+        direct, _ = load.stream_delays(upstream)
+        tape = tmp_path / "stream.mcptape"
+        rec = start_recording(upstream, tape)
+        memory = RssSampler(rec.proc.pid)
+        through, received = load.stream_delays(rec.url)
+        start_kb, end_kb = memory.stop()
+        rec.stop()
+    finally:
+        stop(flood, signal.SIGKILL)
+    assert received == len(direct) == count
+    ids = [r["id"] for r in Reader(str(tape)) if r["kind"] == "sse.event"]
+    assert ids == [str(i) for i in range(count)]  # every event, once, in order
+    print(f"\n{count} events at {rate:g}/s; pass-through delay ms direct p50 {load.percentile(direct, .5):.2f} "
+          f"p99 {load.percentile(direct, .99):.2f}; through mcptape record p50 {load.percentile(through, .5):.2f} "
+          f"p99 {load.percentile(through, .99):.2f}; recorder RSS {start_kb // 1024} MB -> {end_kb // 1024} MB")
+    assert end_kb - start_kb < 40_000, f"recorder memory grew from {start_kb} KB to {end_kb} KB"
+
+
+def test_a_long_stream_passes_event_by_event_and_memory_stays_flat(tmp_path):
+    long_stream(tmp_path, 4_000, 2_000)
+
+
+@pytest.mark.slow
+def test_a_hundred_thousand_events_on_one_stream(tmp_path):
+    long_stream(tmp_path, 100_000, 2_000)
+
+
+def test_the_load_comparison_catches_lost_duplicated_reordered_and_misattributed_calls():
+    calls = [("add", (0, 0), 0, ()), ("countdown", (2, 0), "counted down from 2", (1, 2)), ("add", (0, 1), 1, ())]
+    runs = [load.ClientRun(0, list(calls)), load.ClientRun(1, [("add", (1, 0), 1, ())])]
+    assert not load.compare(runs, {"s0": calls, "s1": [("add", (1, 0), 1, ())]}).problems
+    for s0 in ([calls[0], calls[2]], [calls[0], calls[0], *calls[1:]], [calls[1], calls[0], calls[2]],
+               [*calls[:2], ("countdown", (2, 0), "counted down from 2", (1,)), calls[2]]):
+        assert load.compare(runs, {"s0": s0, "s1": [("add", (1, 0), 1, ())]}).problems, s0
+    assert load.compare(runs, {"s0": [*calls, ("add", (1, 0), 1, ())], "s1": []}).problems
