@@ -137,6 +137,14 @@ def test_the_jsonrpc_reader_takes_any_bytes(data):
             jsonrpc.describe(message)
 
 
+@pytest.mark.parametrize("text", ["1E999999999999999999999", '{"id":1,"result":{"x":-1e-99999999999999999999}}'])
+def test_a_number_no_decimal_can_hold_is_not_json_not_a_crash(text):
+    # found by scripts/fuzz.py: decimal.InvalidOperation escaped the reader, and the recorder lost the message
+    body = jsonrpc.parse(text.encode())
+    assert not body.is_json and "out of range" in body.problem
+    assert records.body(text.encode())["raw"] == text.encode()
+
+
 def test_json_nested_past_what_a_tape_stores_is_kept_raw_and_recording_goes_on():
     deep = ("[" * 600 + "]" * 600).encode()
     fields = records.body(deep)

@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 JSON = Any
 
 
 def _exact_float(literal: str) -> float | Decimal:
+    try:
+        exact = Decimal(literal)
+    except InvalidOperation:  # an exponent past what any decimal holds (found by fuzzing): no number we can keep
+        raise ValueError(f"number {literal if len(literal) <= 20 else literal[:20] + '…'} is out of range") from None
     value = float(literal)
-    if math.isfinite(value) and Decimal(repr(value)) == Decimal(literal):
+    if math.isfinite(value) and Decimal(repr(value)) == exact:
         return value
-    return Decimal(literal)
+    return exact
 
 
 def _reject_constant(name: str) -> Any:
