@@ -4,6 +4,7 @@ runs in CI, long ones under `-m slow`) and by bench/load.py (the latency figures
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -160,3 +161,31 @@ def stream_delays(url: str) -> tuple[list[float], int]:
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+class RssSampler:
+    """The recorder's resident memory, sampled while a load runs."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        self.samples: list[int] = [rss_kb(pid)]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(pid, every), daemon=True)
+        self._thread.start()
+
+    def _run(self, pid: int, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.samples.append(rss_kb(pid))
+            except (FileNotFoundError, ProcessLookupError, StopIteration):
+                return
+
+    def stop(self) -> tuple[int, int]:
+        """(KB once the load was under way, KB at its end)."""
+        self._stop.set()
+        self._thread.join(5)
+        return self.samples[len(self.samples) // 10], self.samples[-1]

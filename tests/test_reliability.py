@@ -129,22 +129,19 @@ def test_sigterm_in_a_burst_keeps_every_answered_exchange(demo_server, tmp_path)
 
 # -- load: many SDK clients at once through one recorder, then against one replay -----------------------------------
 
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
 def load_through_recorder_and_replay(demo_server, tmp_path, clients: int, seconds: float) -> None:
     tape = tmp_path / "load.mcptape"
     rec = start_recording(demo_server(), tape)
+    memory = load.RssSampler(rec.proc.pid)
     recorded_runs = anyio.run(load.many_clients, rec.url, clients, seconds)
-    memory = rss_kb(rec.proc.pid)
+    start_kb, end_kb = memory.stop()
     rec.stop()
     result = load.compare(recorded_runs, load.tape_calls(str(tape)))
     assert not result.problems, "\n".join(result.problems[:10])
     assert result.compared >= clients * 2
     print(f"\nrecorder: {result.compared} calls compared from {clients} sessions, none lost, duplicated, reordered "
-          f"or misattributed; recorder RSS at the end {memory // 1024} MB")
+          f"or misattributed; recorder RSS {start_kb // 1024} MB -> {end_kb // 1024} MB")
+    assert end_kb - start_kb < 40_000, f"recorder memory grew from {start_kb} KB to {end_kb} KB"
 
     with replaying(str(tape)) as url:
         replayed = anyio.run(load.many_clients, url, clients, 0, [len(r.calls) // 2 for r in recorded_runs])
@@ -162,29 +159,6 @@ def test_fifty_clients_for_a_minute(demo_server, tmp_path):
     load_through_recorder_and_replay(demo_server, tmp_path, clients=50, seconds=60)
 
 
-class RssSampler:
-    """The recorder's resident memory, sampled while a load runs."""
-
-    def __init__(self, pid: int, every: float = 0.2) -> None:
-        self.samples: list[int] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(pid, every), daemon=True)
-        self._thread.start()
-
-    def _run(self, pid: int, every: float) -> None:
-        while not self._stop.wait(every):
-            try:
-                self.samples.append(rss_kb(pid))
-            except (FileNotFoundError, ProcessLookupError, StopIteration):
-                return
-
-    def stop(self) -> tuple[int, int]:
-        """(KB once the load was under way, KB at its end)."""
-        self._stop.set()
-        self._thread.join(5)
-        return self.samples[len(self.samples) // 10], self.samples[-1]
-
-
 def long_stream(tmp_path, count: int, rate: float) -> None:
     flood = subprocess.Popen([sys.executable, "-m", "tests.sse_flood", str(count), str(rate)],
                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
@@ -193,7 +167,7 @@ def long_stream(tmp_path, count: int, rate: float) -> None:
         direct, _ = load.stream_delays(upstream)
         tape = tmp_path / "stream.mcptape"
         rec = start_recording(upstream, tape)
-        memory = RssSampler(rec.proc.pid)
+        memory = load.RssSampler(rec.proc.pid)
         through, received = load.stream_delays(rec.url)
         start_kb, end_kb = memory.stop()
         rec.stop()
