@@ -298,32 +298,144 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
 # -- show / import / addons ---------------------------------------------------------------------------------------
 
 
+def _colour_option(command):
+    return click.option("--color/--no-color", "colour", default=None,
+                        help="Colour the output (default: on a terminal, unless NO_COLOR is set).")(command)
+
+
+def _colour(option: bool | None, err: bool = False) -> bool:
+    """Whether to colour: as the option says; else on a terminal, unless NO_COLOR is set (to anything non-empty,
+    https://no-color.org)."""
+    if option is not None:
+        return option
+    return not os.environ.get("NO_COLOR") and click.get_text_stream("stderr" if err else "stdout").isatty()
+
+
+def _tape_and_record(tape: str, record: int | None) -> tuple[str, int | None]:
+    """`TAPE#N`, as check cites a record, is TAPE with --record N (unless a file has that very name)."""
+    name, sep, number = tape.rpartition("#")
+    if sep and number.isdigit() and not os.path.exists(tape):
+        if record is not None and record != int(number):
+            raise Failure(f"{tape} names record {number} but --record says {record}: give one")
+        return name, int(number)
+    return tape, record
+
+
 @main.command()
-@click.argument("tape", type=click.Path(dir_okay=False))
+@click.argument("tape", metavar="TAPE[#RECORD]", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text", show_default=True)
-def show(tape, fmt):
-    """Print a tape: a timeline, or every record as JSON.
+@click.option("--record", "record_number", type=click.IntRange(min=0), metavar="N",
+              help="Print record N whole, its message pretty-printed (as `TAPE#N`, the way check cites records).")
+@click.option("--session", "sessions", multiple=True, metavar="ID",
+              help="Only this session: its id, or its start as the timeline shows it (stdio#1, stateless).")
+@click.option("--method", "methods", multiple=True, metavar="METHOD",
+              help="Only records about this JSON-RPC method (requests, their answers and streams) or HTTP method; "
+                   "wildcards: 'tools/*'.")
+@click.option("--exchange", "exchanges", multiple=True, type=click.IntRange(min=0), metavar="N",
+              help="Only this HTTP exchange (the ex column).")
+@click.option("--status", "statuses", multiple=True, metavar="CODE",
+              help="Only HTTP exchanges answered with this status (404) or class (4xx), their requests included.")
+@click.option("--grep", metavar="REGEX",
+              help="Only records whose JSON (as --format jsonl prints it) matches this regular expression; "
+                   "(?i) ignores case.")
+@click.option("--around", metavar="RECORD[:N]", help="Only the N records either side of RECORD (default 5).")
+@click.option("-f", "--follow", is_flag=True,
+              help="Print records as they are recorded (a tape another mcptape is writing); stops when the "
+                   "recording ends, or with Ctrl-C.")
+@_colour_option
+def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep, around, follow, colour):
+    """Print a tape: a timeline, one record whole, or the records as JSON.
+
+    Filters combine: a record is shown when it matches every filter given; a filter given twice matches either
+    value. The first column is the record number that check cites and --record, --around take.
 
     \b
     Examples:
       mcptape show run.mcptape
-      mcptape show run.mcptape --format json > run.json
-      mcptape show big.mcptape --format jsonl | grep tools/call
+      mcptape show run.mcptape --status 4xx                 which requests were refused, in which session
+      mcptape show run.mcptape --session 1a3084d6 --method tools/call
+      mcptape show run.mcptape --grep 'Session not found' --around 26:3
+      mcptape show run.mcptape#26                           record 26 whole (as check cites it)
+      mcptape show run.mcptape --record 26 --format json
+      mcptape show -f run.mcptape                           follow a recording as it happens
+      mcptape show big.mcptape --method 'tools/*' --format jsonl > calls.jsonl
     """
-    from .show import timeline
+    import re
+
+    from . import show as timeline
     from .tape import json_form
     from .tape.file import Reader
 
-    reader = Reader(tape)
-    if fmt == "json":
-        click.echo(json_form.dumps(json_form.document(reader.header, reader), indent=1))
-    else:
-        lines = json_form.lines(reader.header, reader) if fmt == "jsonl" else timeline(reader.path, reader)
+    tape, record_number = _tape_and_record(tape, record_number)
+    try:
+        selection = timeline.Selection(
+            tuple(sessions), tuple(methods), tuple(exchanges), tuple(timeline.parse_status(s) for s in statuses),
+            re.compile(grep) if grep is not None else None, timeline.parse_around(around) if around else None)
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    except re.error as e:
+        raise Failure(f"--grep {grep!r}: not a regular expression: {e}") from None
+    if record_number is not None and (selection or follow):
+        raise Failure("--record prints one record: it takes no filters and no --follow")
+    if follow and fmt == "json":
+        raise Failure("--follow prints records as they come: use --format text or jsonl")
+    colour = _colour(colour)
+    if follow and not os.path.exists(tape):
+        click.echo(f"mcptape: waiting for {tape} to be created (Ctrl-C stops)", err=True)
+    try:
+        reader = Reader(tape, follow=follow)
+        if record_number is not None:
+            _show_record(reader, record_number, fmt, colour)
+            return
+        matched = 0
+
+        def picked():
+            nonlocal matched
+            for row in selection.select(timeline.rows(reader.path, reader)):
+                matched += 1
+                yield row
+
+        if fmt == "text":
+            click.echo(timeline.paint(timeline.HEADING, "dim", colour), color=colour)
+            lines = (line for row in picked() for line in timeline.lines(row, colour))
+        elif not selection:
+            lines = (json_form.lines if fmt == "jsonl" else _document)(reader.header, reader)
+        else:
+            lines = (json_form.lines if fmt == "jsonl" else _document)(
+                reader.header, ((row.record, row.seq) for row in picked()), numbered=True)
         for line in lines:
-            click.echo(line)
+            click.echo(line, color=colour)
+        if selection and not matched:
+            click.echo("mcptape: no record matches the filters", err=True)
+    except KeyboardInterrupt:  # the way to stop following a recording that goes on
+        return
     if reader.truncated:
         click.echo(f"mcptape: {tape}: tape is truncated ({reader.truncated}); showed the "
                    f"{reader.count} complete records before it", err=True)
+
+
+def _document(header, items, numbered: bool = False):
+    from .tape import json_form
+
+    yield json_form.dumps(json_form.document(header, items, numbered), indent=1)
+
+
+def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
+    from . import show as timeline
+    from .tape import json_form
+
+    for row in timeline.rows(reader.path, reader):
+        if row.seq == number:
+            if fmt == "text":
+                for line in timeline.whole(row, colour):
+                    click.echo(line, color=colour)
+            else:
+                click.echo(json_form.dumps(json_form.record_to_json(row.record, row.seq),
+                                           indent=1 if fmt == "json" else None))
+            return
+    torn = f" before it is torn ({reader.truncated})" if reader.truncated else ""
+    raise Failure(f"{reader.path} has no record {number}: its records are 0 to {reader.count - 1}{torn}"
+                  if reader.count else f"{reader.path} has no records{torn}")
 
 
 @main.command()
