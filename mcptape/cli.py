@@ -477,12 +477,13 @@ def check(tapes, fmt, fail_on):
               help="Where to serve over HTTP; port 0 picks a free port.")
 @click.option("--stdio", is_flag=True, help="Serve on stdin/stdout: use this as a client's server command.")
 @click.option("--log", metavar="FILE", help="Record what the client did into this tape.")
+@click.option("--force", is_flag=True, help="Replace the --log FILE if it exists.")
 @click.option("--ignore", multiple=True, metavar="POINTER",
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
 @click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
 @_edit_options
-def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
+def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_file):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -502,15 +503,16 @@ def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
         replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
-    if log and os.path.exists(log):
-        raise Failure(f"{log} already exists (--log writes a new tape)")
+    if log and os.path.exists(log) and not force:
+        raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
+    log_mode = "force" if force else "new"
     if stdio:
         from . import TOOL
         from .replay import stdio as stdio_replay
         from .tape import records
         from .tape.file import Writer
 
-        writer = Writer(log, records.header(time.time(), TOOL)) if log else None
+        writer = Writer(log, records.header(time.time(), TOOL), log_mode) if log else None
         try:
             stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace_function(pace))
         except KeyboardInterrupt:
@@ -519,11 +521,11 @@ def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
             if writer is not None:
                 writer.close()
     else:
-        _replay_http(tape, listen, ignore, log, pace, replayer)
+        _replay_http(tape, listen, ignore, log, log_mode, pace, replayer)
     _replay_summary(replayer, strict)
 
 
-def _replay_http(tape, listen, ignore, log, pace, replayer) -> None:
+def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
     import asyncio
 
     from .replay import serving
@@ -536,7 +538,7 @@ def _replay_http(tape, listen, ignore, log, pace, replayer) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with serving(tape, host, port, tuple(ignore), log, pace, replayer) as replay:
+        async with serving(tape, host, port, tuple(ignore), log, pace, replayer, log_mode=log_mode) as replay:
             click.echo(f"mcptape: replaying {tape} at {replay.url} (Ctrl-C stops)")
             sys.stdout.flush()
             await stop.wait()
@@ -668,6 +670,8 @@ def import_(source, output, force):
         header, items = json_form.parse_document(text)
     except ValueError as e:
         raise Failure(f"{source}: {e}") from None
+    if os.path.exists(output) and not force:
+        raise Failure(f"{output} already exists (add --force to replace it)")
     with Writer(output, header, "force" if force else "new") as writer:
         for item in items:
             writer.write(item)
