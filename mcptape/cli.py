@@ -79,7 +79,8 @@ def _edit_options(command):
     command = click.option("--edits", "edits_file", metavar="FILE", type=click.Path(dir_okay=False),
                            help="Read edits from FILE, one per line (# comments).")(command)
     return click.option("--edit", multiple=True, metavar="EDIT",
-                        help="Inject a fault, e.g. 'expire-session at=tools/call#2' (repeatable; see README).")(command)
+                        help="Inject a fault, e.g. 'expire-session at=tools/call#2' (repeatable; the language: "
+                             "mcptape help edits).")(command)
 
 
 def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, live: bool = False):
@@ -178,9 +179,11 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     A stdio server (put this in the client's config in place of the server command):
       mcptape record -o 'server-{date}-{n}.mcptape' -- npx -y @modelcontextprotocol/server-everything
 
+    \b
     Live edits (the real server stays behind; mcptape changes what the client sees):
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
+    The edit language: mcptape help edits
 
     Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
     server exits, and exits with the server's status.
@@ -557,7 +560,16 @@ def _replay_summary(replayer, strict: bool) -> None:
         raise SystemExit(1)
 
 
-@main.command(name="edits")
+class _WithEditReference(click.Command):
+    """A command whose help ends with the whole edit language, as written (a pip user has no README)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from .edits.reference import REFERENCE
+
+        formatter.write("\n" + REFERENCE)
+
+
+@main.command(name="edits", cls=_WithEditReference)
 @click.argument("tape", type=click.Path(dir_okay=False))
 @_edit_options
 def edits_(tape, edit, edits_file):
@@ -695,3 +707,28 @@ def addons(name):
         raise Failure(f"no addon named {name!r} (there are: {', '.join(scripts)})")
     for script in [name] if name else scripts:
         click.echo(str(folder / f"{script}.py"))
+
+
+@main.command(name="help")
+@click.argument("topic", required=False, metavar="[edits|COMMAND]")
+@click.pass_context
+def help_(ctx, topic):
+    """Print the reference of a topic (edits: the edit language), or a command's help.
+
+    \b
+    Examples:
+      mcptape help edits
+      mcptape help show
+    """
+    if topic == "edits":
+        from .edits.reference import REFERENCE
+
+        click.echo(REFERENCE, nl=False)
+        return
+    group = ctx.parent.command
+    command = group.get_command(ctx, topic) if topic else group
+    if command is None:
+        raise Failure(f"no command or topic named {topic!r} (topics: edits; commands: "
+                      f"{', '.join(group.list_commands(ctx))})")
+    with click.Context(command, info_name=topic or "mcptape", parent=ctx.parent if topic else None) as sub:
+        click.echo(command.get_help(sub))

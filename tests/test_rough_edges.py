@@ -30,3 +30,39 @@ def test_import_and_replay_log_suggest_the_force_they_have(stdio_tape, tmp_path)
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert read(log).header["kind"] == "header"  # a new tape replaced the old file
+
+
+def test_record_help_keeps_the_live_edit_example_as_written():
+    lines = run_mcptape("record", "--help").stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "mcptape record --upstream http://127.0.0.1:8000/mcp -o run" in line)
+    assert lines[at].rstrip().endswith("\\")
+    assert lines[at + 1].strip() == ("--edit 'expire-session status=401 body=\"Unauthorized: Session not found\" "
+                                     "at=post:3'")
+    assert any("mcptape help edits" in line for line in lines)
+
+
+def test_the_edit_language_is_in_the_help():
+    from mcptape.edits.language import ACTIONS, SELECTORS, STDIO_ACTIONS
+
+    for args in (["edits", "--help"], ["help", "edits"]):
+        result = run_mcptape(*args)
+        assert result.returncode == 0, result.stderr
+        for action in ACTIONS:
+            assert f"\n  {action}" in result.stdout, (args, action)
+        for selector in SELECTORS.split(", "):
+            assert f"\n  {selector}" in result.stdout, (args, selector)
+        assert ", ".join(STDIO_ACTIONS) in result.stdout
+    assert run_mcptape("help", "show").stdout.startswith("Usage: mcptape show")
+    one_line_error(run_mcptape("help", "nope"), "topics: edits")
+
+
+def test_an_edits_file_takes_trailing_comments(stdio_tape, tmp_path):
+    faults = tmp_path / "faults.txt"
+    faults.write_text("# the faults of issue 7\n"
+                      "drop at=tools/call#1   # the first call hangs\n"
+                      "error message=\"# not a comment\" at=tools/call#2 #second\n")
+    result = run_mcptape("edits", stdio_tape, "--edits", str(faults))
+    assert result.returncode == 0, result.stderr
+    assert "    drop at=tools/call#1\n" in result.stdout
+    assert "    error message=\"# not a comment\" at=tools/call#2\n" in result.stdout
+    assert "the first call hangs" not in result.stdout
