@@ -66,3 +66,19 @@ def test_an_edits_file_takes_trailing_comments(stdio_tape, tmp_path):
     assert "    drop at=tools/call#1\n" in result.stdout
     assert "    error message=\"# not a comment\" at=tools/call#2\n" in result.stdout
     assert "the first call hangs" not in result.stdout
+
+
+def test_record_verbose_shows_mitmproxys_log(demo_server, record):
+    import anyio
+
+    from mcptape.demo.client import script
+
+    upstream = demo_server()
+    errs = {}
+    for args in ((), ("--verbose",)):
+        rec = record(upstream, *args)
+        anyio.run(script, rec.url, "legacy")
+        code, _, errs[args] = rec.stop()
+        assert code == 0
+    assert "client connect" in errs[("--verbose",)] and "server connect" in errs[("--verbose",)]
+    assert "client connect" not in errs[()]
