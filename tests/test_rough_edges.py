@@ -82,3 +82,17 @@ def test_record_verbose_shows_mitmproxys_log(demo_server, record):
         assert code == 0
     assert "client connect" in errs[("--verbose",)] and "server connect" in errs[("--verbose",)]
     assert "client connect" not in errs[()]
+
+
+def test_the_two_findings_of_one_session_death_cite_the_same_record(tmp_path):
+    from .test_lifecycle import Synth, by_rule, error
+
+    tape = Synth(tmp_path / "t.mcptape")
+    died = tape.call(tape.session, 404, error("Session not found"))
+    again = tape.call(tape.session, 404, error("Session not found")) - 1  # its request
+    tape.call(tape.session, 404, error("Session not found"))
+    found = tape.findings()
+    reuse, lost = by_rule(found, "dead-session-reuse"), by_rule(found, "no-reinitialize")
+    assert reuse["record"] == lost["record"] == again  # the first request the dead session carried
+    assert reuse["transition"]["record"] == lost["transition"]["record"] == died
+    assert f"record {died}" in lost["message"] and f"at record {died}" in reuse["message"]
