@@ -96,3 +96,27 @@ def test_the_two_findings_of_one_session_death_cite_the_same_record(tmp_path):
     assert reuse["record"] == lost["record"] == again  # the first request the dead session carried
     assert reuse["transition"]["record"] == lost["transition"]["record"] == died
     assert f"record {died}" in lost["message"] and f"at record {died}" in reuse["message"]
+
+
+def test_show_says_what_a_text_body_says_and_spells_a_null_id(tmp_path):
+    import json
+
+    from mcptape.tape import records
+
+    from .conftest import write_tape
+
+    post = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+    refused = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Bad"}}).encode()
+    path = write_tape(tmp_path / "legacy.mcptape", [
+        records.http_request(0.0, 0, 0, "POST", "/messages/", [], [], "abc", None, True, records.body(post)),
+        records.http_response(0.0, 0, 202, "Accepted", [("content-type", "text/plain")], None,
+                              records.body(b"Accepted")),
+        records.http_request(0.0, 1, 0, "POST", "/mcp", [], [], "abc", None, True, records.body(b"{")),
+        records.http_response(0.0, 1, 400, "", [("content-type", "application/json")], None,
+                              records.body(refused))])
+    assert "not JSON" in read(path).records[1]["problem"]  # as the recorder keeps it
+    lines = run_mcptape("show", path).stdout.splitlines()
+    assert lines[2].endswith("202 text/plain  'Accepted'")
+    assert "!" not in lines[2]
+    assert lines[4].endswith("400 application/json  error #null -32600 Bad")
+    assert "! not JSON" in lines[3]  # a request body must be JSON-RPC: that stays a problem
