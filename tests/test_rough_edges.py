@@ -120,3 +120,24 @@ def test_show_says_what_a_text_body_says_and_spells_a_null_id(tmp_path):
     assert "!" not in lines[2]
     assert lines[4].endswith("400 application/json  error #null -32600 Bad")
     assert "! not JSON" in lines[3]  # a request body must be JSON-RPC: that stays a problem
+
+
+def test_a_replay_miss_names_the_pointer_ignore_takes(stdio_tape):
+    import json
+    import re
+
+    def ask(*options: str) -> tuple[list[dict], str]:
+        lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}},
+                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"name": "add", "arguments": {"a": 2, "b": 7}}}]
+        done = subprocess.run([MCPTAPE, "replay", stdio_tape, "--stdio", *options], capture_output=True, text=True,
+                              input="".join(json.dumps(m) + "\n" for m in lines), timeout=60)
+        return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
+
+    answers, _ = ask()
+    message = answers[1]["error"]["message"]
+    pointer = re.search(r"differs at (\S+?)\)", message).group(1)
+    assert pointer == "/params/arguments/b", message
+    answers, err = ask("--ignore", pointer)  # pasted as it was said
+    assert "result" in answers[1] and "0 request(s) unmatched" in err

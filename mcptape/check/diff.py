@@ -187,7 +187,4 @@ def _explain(kind: str, label: str, a: Any, b: Any, root: str) -> list[Differenc
 
 def _pointer(root: str, deepdiff_path: str) -> str:
     """deepdiff's root['a'][0] -> JSON pointer /root/a/0."""
-    import re
-
-    parts = re.findall(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]", deepdiff_path)
-    return "/" + "/".join([root] + [(a or b or c).replace("~", "~0").replace("/", "~1") for a, b, c in parts])
+    return f"/{root}{pointer.from_deepdiff(deepdiff_path)}"
