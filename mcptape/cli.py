@@ -412,9 +412,14 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
             click.echo("mcptape: no record matches the filters", err=True)
     except KeyboardInterrupt:  # the way to stop following a recording that goes on
         return
-    if reader.truncated:
-        click.echo(f"mcptape: {tape}: tape is truncated ({reader.truncated}); showed the "
-                   f"{reader.count} complete records before it", err=True)
+    _warn_truncated(tape, reader.truncated, reader.count, "showed")
+
+
+def _warn_truncated(tape: str, truncated: str | None, count: int, done: str) -> None:
+    """A tape cut short (a recorder killed mid-write) is read up to its tear: say so, whatever reads it."""
+    if truncated:
+        click.echo(f"mcptape: {tape}: tape is truncated ({truncated}); {done} the {count} complete records "
+                   f"before it", err=True)
 
 
 def _document(header, items, numbered: bool = False):
@@ -506,6 +511,7 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
         replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
+    _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
     if log and os.path.exists(log) and not force:
         raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
     log_mode = "force" if force else "new"
@@ -601,6 +607,7 @@ def edits_(tape, edit, edits_file):
             click.echo(f"    -> {describe(plan)}")
     except TapeError as e:
         raise Failure(str(e)) from None
+    _warn_truncated(tape, reader.truncated, reader.count, "tried the edits on")
     _warn_unfired(editor)
 
 

@@ -141,3 +141,18 @@ def test_a_replay_miss_names_the_pointer_ignore_takes(stdio_tape):
     assert pointer == "/params/arguments/b", message
     answers, err = ask("--ignore", pointer)  # pasted as it was said
     assert "result" in answers[1] and "0 request(s) unmatched" in err
+
+
+def test_replay_and_edits_say_a_tape_is_truncated(stdio_tape, tmp_path):
+    torn = tmp_path / "torn.mcptape"
+    data = open(stdio_tape, "rb").read()
+    torn.write_bytes(data[:-5])  # the last record torn, as a recorder killed mid-write leaves it
+    count = len(read(stdio_tape).records) - 1
+    said = f"tape is truncated (torn record at byte"
+    for args in (["replay", str(torn), "--stdio"], ["edits", str(torn), "--edit", "drop at=tools/call#1"],
+                 ["show", str(torn)]):
+        done = subprocess.run([MCPTAPE, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert said in done.stderr and f"the {count} complete records before it" in done.stderr, (args, done.stderr)
+    intact = run_mcptape("edits", stdio_tape, "--edit", "drop at=tools/call#1")
+    assert "truncated" not in intact.stderr
