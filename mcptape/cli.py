@@ -643,7 +643,11 @@ def diff_(tape_a, tape_b, fmt, ignore):
     else:
         for d in differences:
             where = f" at {d.path}" if d.path else ""
-            change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
+            if d.kind in ("only-in-a", "only-in-b"):  # the outcome it had in the one tape that holds it
+                mine, other = ("a", "b") if d.kind == "only-in-a" else ("b", "a")
+                change = f": {d.a if mine == 'a' else d.b} in {mine}, no such call in {other}"
+            else:
+                change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
             click.echo(f"{d.kind:20} {d.call}{where}{change}")
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")
     raise SystemExit(code)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
 import click
 
-from .model import OPENED, STATELESS, STDIO, Exchange, Model, Observer, Seen, Session
+from .model import OPENED, Model, Observer, Seen, Session
 from .tape import json_form, records
 from .tape.file import Record
 from .wire import http, jsonrpc
@@ -143,7 +143,7 @@ class Selection:
             return False
         if self.sessions:
             session = row.session
-            names = (session.label, session_column(session)) if session is not None else ()
+            names = (session.label, session.short) if session is not None else ()
             if not any(name.startswith(s) for name in names for s in self.sessions):
                 return False
         if self.methods and not any(fnmatchcase(m, pattern) for m in row.methods for pattern in self.methods):
@@ -227,7 +227,7 @@ def lines(row: Row, colour: bool = False) -> list[str]:
         if note == "transition":  # a step of a session's life (model.py): opened, refused, deleted, …
             changed, step = subject
             status = f" {step.status}" if step.status is not None and step.kind != OPENED else ""
-            tag = (f"  [session {session_column(changed)[:8]} {step.kind}{status}"
+            tag = (f"  [session {changed.short} {step.kind}{status}"
                    f"{' by an edit' if step.injected else ''}]")
             described[-1] = (described[-1][0] + tag, described[-1][1] or (None if step.kind == OPENED else WARNING))
     t = record.get("t")
@@ -235,20 +235,12 @@ def lines(row: Row, colour: bool = False) -> list[str]:
     direction = record.get("dir")
     arrow = paint(ARROW.get(direction, " "), direction if direction in ARROW else None, colour)
     exchange = "" if record.get("exchange") is None else str(record.get("exchange"))
-    session = session_column(seen.session)[:8]
+    session = seen.session.short if seen.session is not None else ""
     injected = record.get("injected") or record.get("kind") == records.EDIT
     return [f"{row.seq:>5}  {clock}  {arrow}  {session:<8}  {exchange:>4}  "
             f"{paint(what, INJECTED if injected else tone, colour)}" for what, tone in described]
 
 
-def session_column(session: Session | None) -> str:
-    if session is None:
-        return ""
-    if session.transport == STDIO:
-        return "stdio" + session.label[session.label.rfind("#"):]
-    if session.transport == STATELESS:
-        return "stateless"
-    return session.label
 
 
 def _describe(record: Record) -> list[tuple[str, str | None]]:

@@ -148,7 +148,7 @@ def test_replay_and_edits_say_a_tape_is_truncated(stdio_tape, tmp_path):
     data = open(stdio_tape, "rb").read()
     torn.write_bytes(data[:-5])  # the last record torn, as a recorder killed mid-write leaves it
     count = len(read(stdio_tape).records) - 1
-    said = f"tape is truncated (torn record at byte"
+    said = "tape is truncated (torn record at byte"
     for args in (["replay", str(torn), "--stdio"], ["edits", str(torn), "--edit", "drop at=tools/call#1"],
                  ["show", str(torn)]):
         done = subprocess.run([MCPTAPE, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
@@ -156,3 +156,16 @@ def test_replay_and_edits_say_a_tape_is_truncated(stdio_tape, tmp_path):
         assert said in done.stderr and f"the {count} complete records before it" in done.stderr, (args, done.stderr)
     intact = run_mcptape("edits", stdio_tape, "--edit", "drop at=tools/call#1")
     assert "truncated" not in intact.stderr
+
+
+def test_diff_names_the_tool_and_session_and_says_what_is_in_one_tape_only(tmp_path):
+    from .test_diff import ADD, session
+
+    a, b = tmp_path / "a.mcptape", tmp_path / "b.mcptape"
+    session(a, [ADD])
+    session(b, [ADD, {"name": "countdown", "arguments": {"steps": 1}}])
+    result = run_mcptape("diff", str(a), str(b))
+    assert result.returncode == 1
+    assert ("only-in-b            session 1 (stdio#1) tools/call (2nd) countdown: result in b, no such call in a"
+            in result.stdout.splitlines()), result.stdout
+    assert "null" not in result.stdout
