@@ -168,3 +168,58 @@ def test_a_file_whose_name_has_a_hash_is_read_as_it_is(recorded, tmp_path):
     shutil.copy(recorded, odd)
     assert len(shown(str(odd))) == len(read(recorded).records) + 1
     assert re.match(r"record 3: ", shown(f"{odd}#3")[0])
+
+
+def on_a_terminal(*args: str, env: dict | None = None) -> str:
+    """What `mcptape ARGS` prints on a pseudo-terminal (stdout and stderr are the terminal)."""
+    import os
+    import pty
+    import subprocess
+
+    from .conftest import MCPTAPE
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([MCPTAPE, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                            env={**os.environ, **(env or {})})
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(30) == 0, out
+    return out.decode()
+
+
+RED, MAGENTA, CYAN = "\x1b[31m", "\x1b[35m", "\x1b[36m"
+
+
+def test_colour_on_a_terminal_off_when_piped_or_with_no_color(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tape = Synth(tmp_path / "t.mcptape")
+    refused = tape.call(tape.session, 404, error("Session not found"))
+    injected = tape.call(tape.session, 401, error("Session not found"), injected=True)
+    path = tape.write()
+    painted = on_a_terminal("show", path)
+    lines = painted.splitlines()
+    assert RED in lines[refused + 1] and "404" in lines[refused + 1]  # the heading is line 0
+    assert MAGENTA in lines[injected + 1] and "[injected]" in lines[injected + 1]
+    assert MAGENTA in lines[injected] and "edit expire-session" in lines[injected]  # the edit record before it
+    assert f"{CYAN}→" in painted  # the client's direction
+    assert "\x1b[" not in on_a_terminal("show", path, env={"NO_COLOR": "1"})
+    assert "\x1b[" not in on_a_terminal("show", path, "--no-color")
+    assert "\x1b[" in on_a_terminal("show", path, env={"NO_COLOR": ""})  # only a non-empty value turns it off
+    assert "\x1b[" in on_a_terminal("show", path, "--color", env={"NO_COLOR": "1"})  # the option wins
+    assert "\x1b[" not in run_mcptape("show", path).stdout  # piped
+    forced = run_mcptape("show", path, "--color").stdout
+    assert RED in forced and ANSI.sub("", forced) == run_mcptape("show", path).stdout
+    whole = on_a_terminal("show", f"{path}#{refused}")
+    assert RED in whole.splitlines()[0] and "Session not found" in whole
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
