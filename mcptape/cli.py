@@ -72,6 +72,19 @@ def _exit_with(code: int) -> int:
     return code
 
 
+def _colour_option(command):
+    return click.option("--color/--no-color", "colour", default=None,
+                        help="Colour the output (default: on a terminal, unless NO_COLOR is set).")(command)
+
+
+def _colour(option: bool | None, err: bool = False) -> bool:
+    """Whether to colour: as the option says; else on a terminal, unless NO_COLOR is set (to anything non-empty,
+    https://no-color.org)."""
+    if option is not None:
+        return option
+    return not os.environ.get("NO_COLOR") and click.get_text_stream("stderr" if err else "stdout").isatty()
+
+
 # -- record -------------------------------------------------------------------------------------------------------
 
 
@@ -163,11 +176,14 @@ def _host_for_url(host: str) -> str:
 @click.option("--redact-header", multiple=True, metavar="NAME", help="Also redact this header (repeatable).")
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
-@click.option("--verbose", is_flag=True, help="Show mitmproxy's own log.")
+@click.option("--verbose", is_flag=True, help="Also print mitmproxy's own log (connections, streams) on stderr.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No live view (on a terminal, one line per call on stderr as it is answered; HTTP only).")
+@_colour_option
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose,
-           edit, edits_file, command):
+           quiet, colour, edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -184,6 +200,11 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
     The edit language: mcptape help edits
+
+    On a terminal, each call is printed on stderr as it is answered (time, record number, session, method and
+    tool, status, outcome, duration, the edits that fired on it); not with --quiet, not when stderr is not a
+    terminal, and never for a stdio server, whose stderr is its own. To watch from another terminal: mcptape
+    show --follow FILE.
 
     Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
     server exits, and exits with the server's status.
@@ -206,8 +227,9 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
     editor = _editor(edit, edits_file, live=True)
+    live = not quiet and click.get_text_stream("stderr").isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
-                 [e.text for e in editor.edits] if editor else [])
+                 [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None)
 
 
 def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None) -> None:
@@ -241,7 +263,8 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
 
 
 def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
-                 edits: list[str]):
+                 edits: list[str], live_colour: bool | None):
+    """live_colour: None for no live view, else whether it is coloured."""
     host, port = _parse_listen(listen)
     if os.path.exists(output) and write_mode == "new":
         raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
@@ -273,7 +296,14 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
     from .capture.mitm import Recorder
 
     existed = os.path.exists(output)
-    recorder = Recorder()
+    view = None
+    if live_colour is not None:
+        from .live import LiveView
+        from .tape.file import Reader
+
+        first = sum(1 for _ in Reader(output)) if existed and write_mode == "append" else 0
+        view = LiveView(lambda line: click.echo(line, err=True, color=live_colour), live_colour, first)
+    recorder = Recorder(watch=view.write if view is not None else None)
 
     def ready(addrs: list[tuple[str, int]]) -> None:
         bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
@@ -294,24 +324,14 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         if not existed and os.path.exists(output) and not recorder.exchanges:
             os.remove(output)
         raise Failure(str(e)) from None
+    finally:
+        if view is not None:
+            view.close()
     click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
     _warn_unfired(recorder.editor)
 
 
 # -- show / import / addons ---------------------------------------------------------------------------------------
-
-
-def _colour_option(command):
-    return click.option("--color/--no-color", "colour", default=None,
-                        help="Colour the output (default: on a terminal, unless NO_COLOR is set).")(command)
-
-
-def _colour(option: bool | None, err: bool = False) -> bool:
-    """Whether to colour: as the option says; else on a terminal, unless NO_COLOR is set (to anything non-empty,
-    https://no-color.org)."""
-    if option is not None:
-        return option
-    return not os.environ.get("NO_COLOR") and click.get_text_stream("stderr" if err else "stdout").isatty()
 
 
 def _tape_and_record(tape: str, record: int | None) -> tuple[str, int | None]:

@@ -34,7 +34,7 @@ _FAILED_ENDS = (records.UPSTREAM_RESET, records.UPSTREAM_UNREACHABLE, records.PR
 
 
 def paint(text: str, tone: str | None, colour: bool) -> str:
-    return click.style(text, **_TONES[tone]) if colour and tone else text
+    return click.style(text, **_TONES[tone]) if colour and tone and text else text
 
 
 # -- what a record is, as the model sees it -----------------------------------------------------------------------

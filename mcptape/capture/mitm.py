@@ -89,11 +89,26 @@ class _Discard:
         pass
 
 
+class _Watched:
+    """The tape, and a watcher (record's live view) told of each record once it is written."""
+
+    def __init__(self, writer: Writer, watch: Callable[[records.Record], None]) -> None:
+        self.writer, self.watch = writer, watch
+
+    def write(self, record: records.Record) -> None:
+        self.writer.write(record)
+        try:
+            self.watch(record)
+        except Exception as e:  # the view never costs the tape a record
+            logger.error(f"mcptape: the live view failed: {type(e).__name__}: {e}")
+
+
 class Recorder:
-    def __init__(self, clock: Clock = time.time) -> None:
+    def __init__(self, clock: Clock = time.time, watch: Callable[[records.Record], None] | None = None) -> None:
         # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
         # test can run the addon in memory and know every record's t
         self.clock = clock
+        self.watch = watch
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
@@ -144,7 +159,8 @@ class Recorder:
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
         redactor = Redactor(ctx.options.mcptape_redact_header, enabled=not ctx.options.mcptape_no_redact)
-        self.capture = HttpCapture(self.writer, redactor, scope, self.clock)
+        sink = self.writer if self.watch is None else _Watched(self.writer, self.watch)
+        self.capture = HttpCapture(sink, redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
