@@ -118,3 +118,74 @@ def test_no_live_view_when_stderr_is_not_a_terminal(upstream, record):
     anyio.run(script, rec.url, "legacy")
     _, _, err = rec.stop()
     assert "tools/call" not in err and "wrote" in err
+
+
+class Lines:
+    """A command's stdout, line by line as it comes (a pipe, not a terminal)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    def wait(self, timeout: float = 20) -> tuple[int, str]:
+        code = self.proc.wait(timeout)
+        self.reader.join(5)
+        return code, self.proc.stderr.read()
+
+
+def test_follow_prints_a_recording_as_it_happens_and_stops_when_it_ends(demo_server, tmp_path):
+    from .conftest import start_recording
+
+    upstream = demo_server()
+    tape = tmp_path / "run.mcptape"
+    follow = Lines([MCPTAPE, "show", "--follow", str(tape)])  # before the tape exists: it waits for it
+    rec = start_recording(upstream, tape)
+    try:
+        wait_until(lambda: any("recording started" in line for line in follow.lines), 15, "the capture's start")
+        assert follow.proc.poll() is None
+        anyio.run(script, rec.url, "legacy")
+        # every call is shown while the recorder is still running
+        wait_until(lambda: any("DELETE /mcp" in line for line in follow.lines), 15, "the client's DELETE")
+        assert rec.proc.poll() is None and follow.proc.poll() is None
+        assert any("tools/call #" in line and "countdown" in line for line in follow.lines)
+    finally:
+        rec.stop()
+    code, err = follow.wait()  # the recorder let go of the tape: follow ends by itself
+    assert code == 0, err
+    assert "waiting for" in err and "truncated" not in err
+    shown = [line.rstrip("\n") for line in follow.lines]
+    assert shown == run_mcptape_lines("show", str(tape))  # what show prints of the finished tape, in full
+
+
+def run_mcptape_lines(*args: str) -> list[str]:
+    from .conftest import run_mcptape
+
+    return run_mcptape(*args).stdout.splitlines()
+
+
+def test_follow_with_filters_and_jsonl_and_ctrl_c(demo_server, tmp_path):
+    import json
+
+    from .conftest import start_recording
+
+    upstream = demo_server()
+    tape = tmp_path / "run.mcptape"
+    rec = start_recording(upstream, tape)
+    follow = Lines([MCPTAPE, "show", "-f", str(tape), "--method", "tools/call", "--format", "jsonl"])
+    try:
+        anyio.run(script, rec.url, "legacy")
+        wait_until(lambda: sum('"tools/call"' in line for line in follow.lines) >= 2, 15, "both tools/call")
+        stop(follow.proc, signal.SIGINT)  # Ctrl-C: the user has seen enough
+        code, err = follow.wait()
+        assert code == 0 and "Traceback" not in err and "Aborted" not in err, err
+        records = [json.loads(line) for line in follow.lines[1:]]
+        assert records and all(r["exchange"] in {x["exchange"] for x in records if x["kind"] == "http.request"}
+                               for r in records)
+    finally:
+        rec.stop()
+    # a finished tape: follow prints it and ends
+    done = Lines([MCPTAPE, "show", "--follow", str(tape)])
+    assert done.wait()[0] == 0 and len(done.lines) == len(read(tape).records) + 1
