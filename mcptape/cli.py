@@ -375,12 +375,13 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
     \b
     Examples:
       mcptape show run.mcptape
-      mcptape show run.mcptape --status 4xx                 which requests were refused, in which session
+      mcptape show run.mcptape --status 4xx         # the refused requests, and their sessions
       mcptape show run.mcptape --session 1a3084d6 --method tools/call
-      mcptape show run.mcptape --grep 'Session not found' --around 26:3
-      mcptape show run.mcptape#26                           record 26 whole (as check cites it)
+      mcptape show run.mcptape --grep 'Session not found'
+      mcptape show run.mcptape --around 26:3        # records 23 to 29
+      mcptape show run.mcptape#26                   # record 26 whole, as check cites it
       mcptape show run.mcptape --record 26 --format json
-      mcptape show -f run.mcptape                           follow a recording as it happens
+      mcptape show --follow run.mcptape             # a recording as it happens; ends with it
       mcptape show big.mcptape --method 'tools/*' --format jsonl > calls.jsonl
     """
     import re
