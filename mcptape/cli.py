@@ -472,7 +472,8 @@ def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding is at or above this severity.")
-def check(tapes, fmt, fail_on):
+@_colour_option
+def check(tapes, fmt, fail_on, colour):
     """Flag protocol faults in tapes, each with the spec clause it rests on.
 
     Several tapes are checked together as one history, in the order given.
@@ -490,8 +491,12 @@ def check(tapes, fmt, fail_on):
     findings = list(run_check(list(tapes)))
     code = _exit_with(1 if any(at_or_above(f.severity, fail_on) for f in findings) else 0)
     if fmt == "text":
-        for line in report.text(findings, list(tapes)):
-            click.echo(line)
+        from .show import ERROR, WARNING, paint
+
+        colour = _colour(colour)
+        for line in report.text(findings, list(tapes)):  # a finding's first line starts with its severity
+            tone = {"error": ERROR, "warning": WARNING}.get(line.split(" ", 1)[0])
+            click.echo(paint(line, tone, colour), color=colour)
     else:
         from .tape import json_form
 

@@ -223,3 +223,40 @@ def test_colour_on_a_terminal_off_when_piped_or_with_no_color(tmp_path, monkeypa
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_check_colours_errors_and_warnings_on_a_terminal(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tape = Synth(tmp_path / "t.mcptape")
+    tape.call(tape.session, 401, error("Session not found"))
+    tape.call(tape.session, 401, error("Session not found"))
+    path = tape.write()
+
+    def checked(*args: str, env: dict | None = None) -> str:
+        import os
+        import pty
+        import subprocess
+
+        from .conftest import MCPTAPE
+
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([MCPTAPE, "check", path, *args], stdin=subprocess.DEVNULL, stdout=slave,
+                                stderr=slave, env={**os.environ, **(env or {})})
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        assert proc.wait(30) == 1
+        return out.decode()
+
+    lines = checked().splitlines()
+    assert any(line.startswith(RED) and "error   dead-session-reuse" in line for line in lines)
+    assert any(line.startswith("\x1b[33mwarning") and "wrong-status-for-dead-session" in line for line in lines)
+    assert "\x1b[" not in checked(env={"NO_COLOR": "1"}) and "\x1b[" not in run_mcptape("check", path).stdout
