@@ -415,7 +415,7 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
 
         def picked():
             nonlocal matched
-            for row in selection.select(timeline.rows(reader.path, reader)):
+            for row in selection.select(timeline.rows(reader.path, reader, bool(selection.methods))):
                 matched += 1
                 yield row
 

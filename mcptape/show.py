@@ -64,8 +64,9 @@ class Row:
 
 
 class _Rows(Observer):
-    def __init__(self) -> None:
+    def __init__(self, methods: bool) -> None:
         self.start: float | None = None
+        self.methods = methods  # work out the methods each record concerns (only --method needs them)
         self._asked: dict[tuple, str] = {}  # requests not answered yet -> their method, to name their answers
         self._carried: dict[Any, str] = {}  # open HTTP exchange -> the method of the request it carried
 
@@ -74,7 +75,7 @@ class _Rows(Observer):
         t = record.get("t")
         if self.start is None and isinstance(t, (int, float)):
             self.start = t
-        return [Row(seen, self._methods(seen), self.start)]
+        return [Row(seen, self._methods(seen) if self.methods else frozenset(), self.start)]
 
     def _methods(self, seen: Seen) -> frozenset[str]:
         record, ex, session = seen.record, seen.exchange, seen.session
@@ -106,9 +107,9 @@ class _Rows(Observer):
         return frozenset(found)
 
 
-def rows(name: str, items: Iterable[Record]) -> Iterator[Row]:
-    """Every record of a tape with the model's view of it, in order."""
-    yield from Model([_Rows()]).feed_tape(name, items)
+def rows(name: str, items: Iterable[Record], methods: bool = False) -> Iterator[Row]:
+    """Every record of a tape with the model's view of it, in order; with the methods it concerns if asked."""
+    yield from Model([_Rows(methods)]).feed_tape(name, items)
 
 
 # -- a selection: the filters of `show` -------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def timeline(name: str, items: Iterable[Record], selection: Selection = Selectio
     """Lines for a tape (the records a selection picks), read through the analysis model."""
     if heading:
         yield paint(HEADING, "dim", colour)
-    for row in selection.select(rows(name, items)):
+    for row in selection.select(rows(name, items, bool(selection.methods))):
         yield from lines(row, colour)
 
 
