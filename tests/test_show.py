@@ -260,3 +260,17 @@ def test_check_colours_errors_and_warnings_on_a_terminal(tmp_path, monkeypatch):
     assert any(line.startswith(RED) and "error   dead-session-reuse" in line for line in lines)
     assert any(line.startswith("\x1b[33mwarning") and "wrong-status-for-dead-session" in line for line in lines)
     assert "\x1b[" not in checked(env={"NO_COLOR": "1"}) and "\x1b[" not in run_mcptape("check", path).stdout
+
+
+def test_filters_on_a_stdio_tape(stdio_tape):
+    tape = records_by_seq(stdio_tape)
+    lines = shown(stdio_tape, "--session", "stdio#1")
+    assert numbers(lines) == sorted(s for s, r in tape.items() if r["kind"].startswith("stdio."))
+    calls = numbers(shown(stdio_tape, "--method", "tools/call"))
+    ids = {r["msg"]["id"] for r in tape.values() if r["kind"] == "stdio.line" and isinstance(r.get("msg"), dict)
+           and r["msg"].get("method") == "tools/call"}
+    # the requests and their answers, found by id (stdio has no exchanges)
+    assert calls == sorted(s for s, r in tape.items() if r["kind"] == "stdio.line" and isinstance(r.get("msg"), dict)
+                           and (r["msg"].get("method") == "tools/call"
+                                or (r["dir"] == "s2c" and "method" not in r["msg"] and r["msg"].get("id") in ids)))
+    assert shown(stdio_tape, "--status", "200")[1:] == []  # no HTTP here
