@@ -222,15 +222,13 @@ def lines(row: Row, colour: bool = False) -> list[str]:
     ex = seen.exchange
     if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
             and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
-        described[-1] = (described[-1][0] + "  (era probe refused: a 2026-07-28 client falls back to initialize)",
-                         described[-1][1])
+        _append(described, "  (era probe refused: a 2026-07-28 client falls back to initialize)")
     for note, subject in seen.notes:
         if note == "transition":  # a step of a session's life (model.py): opened, refused, deleted, …
             changed, step = subject
             status = f" {step.status}" if step.status is not None and step.kind != OPENED else ""
-            tag = (f"  [session {changed.short} {step.kind}{status}"
-                   f"{' by an edit' if step.injected else ''}]")
-            described[-1] = (described[-1][0] + tag, described[-1][1] or (None if step.kind == OPENED else WARNING))
+            by = " by an edit" if step.injected else ""
+            _append(described, f"  [session {changed.short} {step.kind}{status}{by}]")
     t = record.get("t")
     clock = f"{t - row.start:9.3f}" if isinstance(t, (int, float)) and row.start is not None else " " * 9
     direction = record.get("dir")
@@ -242,6 +240,9 @@ def lines(row: Row, colour: bool = False) -> list[str]:
             f"{paint(what, INJECTED if injected else tone, colour)}" for what, tone in described]
 
 
+def _append(described: list[tuple[str, str | None]], text: str) -> None:
+    what, tone = described[-1]
+    described[-1] = (what + text, tone)
 
 
 def _describe(record: Record) -> list[tuple[str, str | None]]:
