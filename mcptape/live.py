@@ -67,13 +67,14 @@ class LiveView(Observer):
         self._now = seen.t
         if r.get("kind") == records.EDIT and ex is not None:
             self._edits.setdefault(ex.number, []).extend(r.get("edits") or [])
-        elif (r.get("kind") == records.HTTP_RESPONSE and ex is not None and (ex.status or 0) >= 400
-              and "msg" not in r and isinstance(ex.msg, dict) and jsonrpc.kind(ex.msg) == "request"):
-            # refused without a JSON-RPC answer: the call stays open in the model, but the client has its answer
+        elif r.get("kind") == records.HTTP_RESPONSE and ex is not None and (ex.status or 0) >= 400 and "msg" not in r:
+            # refused without a JSON-RPC answer: its calls stay open in the model, but the client has its answer
             self._said.add(ex.number)
-            self._line(ex.t, ex.seq, seen.session.short if seen.session else "", records.C2S, ex.msg,
-                       f"{ex.status}", f"{r.get('reason') or 'refused'}", seen.t - ex.t, ERROR,
-                       self._edits.pop(ex.number, []) or bool(r.get("injected")))
+            edits = self._edits.pop(ex.number, []) or bool(r.get("injected"))
+            for msg in jsonrpc.messages(ex.msg) if ex.msg is not None else ():
+                if jsonrpc.kind(msg) == "request":
+                    self._line(ex.t, ex.seq, seen.session.short if seen.session else "", records.C2S, msg,
+                               f"{ex.status}", r.get("reason") or "refused", seen.t - ex.t, ERROR, edits)
         for note, subject in seen.notes:
             if note == "transition" and subject[1].kind != OPENED:
                 session, step = subject

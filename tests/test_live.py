@@ -189,3 +189,35 @@ def test_follow_with_filters_and_jsonl_and_ctrl_c(demo_server, tmp_path):
     # a finished tape: follow prints it and ends
     done = Lines([MCPTAPE, "show", "--follow", str(tape)])
     assert done.wait()[0] == 0 and len(done.lines) == len(read(tape).records) + 1
+
+
+def test_the_live_view_on_synthetic_records():
+    """Fast, in process: a refusal without a JSON-RPC body is said when it comes (not at the end), an edit is named
+    on its call, a call never answered is said when the recording stops, and record numbers count on from an
+    appended tape's last record."""
+    from pathlib import Path
+
+    from mcptape.live import LiveView
+
+    from .test_lifecycle import Synth, error
+
+    tape = Synth(Path("unused"))
+    tape.call(tape.session)
+    tape.call(tape.session, 401, raw=b"Unauthorized")
+    tape.call(tape.session, 404, error("Session not found"), injected=True)
+    tape.post({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "slow"}}, "s2")
+    tape.items = [r for r in tape.items if not (r["kind"] != "http.request" and r.get("exchange") == 4)]
+    said: list[str] = []
+    view = LiveView(said.append, first_seq=100)
+    for record in tape.items:
+        view.write(record)
+    wait_until(lambda: len(said) >= 4, 10, "the answered and refused calls")
+    assert not any("slow" in line for line in said)  # not answered yet: nothing to say
+    view.close()
+    calls = [line for line in said if "→" in line]
+    assert [re.search(r"→ (\S+(?: \S+)?)\s", line).group(1) for line in calls] == [
+        "initialize", "tools/call add", "tools/call add", "tools/call add", "tools/call slow"]
+    assert " 401  refused" in calls[2] and "ERROR" not in calls[2]
+    assert "404  error -32600 Session not found" in calls[3] and "[edit: expire-session at=post:3]" in calls[3]
+    assert "no answer when the recording stopped" in calls[4]
+    assert re.search(r"  #101 ", calls[0])  # record 1 of this run is record 101 of the tape
