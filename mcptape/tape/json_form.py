@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
-from itertools import count
 from collections.abc import Iterable, Iterator
+from itertools import count
 from typing import Any
 
 import simplejson
