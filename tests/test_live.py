@@ -126,14 +126,19 @@ class Lines:
     def __init__(self, argv: list[str]) -> None:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
-        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
-                                       daemon=True)
-        self.reader.start()
+        self.errors: list[str] = []
+        self.readers = [threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
+                                         daemon=True),
+                        threading.Thread(target=lambda: self.errors.extend(iter(self.proc.stderr.readline, "")),
+                                         daemon=True)]
+        for reader in self.readers:
+            reader.start()
 
     def wait(self, timeout: float = 20) -> tuple[int, str]:
         code = self.proc.wait(timeout)
-        self.reader.join(5)
-        return code, self.proc.stderr.read()
+        for reader in self.readers:
+            reader.join(5)
+        return code, "".join(self.errors)
 
 
 def test_follow_prints_a_recording_as_it_happens_and_stops_when_it_ends(demo_server, tmp_path):
@@ -142,6 +147,7 @@ def test_follow_prints_a_recording_as_it_happens_and_stops_when_it_ends(demo_ser
     upstream = demo_server()
     tape = tmp_path / "run.mcptape"
     follow = Lines([MCPTAPE, "show", "--follow", str(tape)])  # before the tape exists: it waits for it
+    wait_until(lambda: any("waiting for" in line for line in follow.errors), 15, "follow to wait for the tape")
     rec = start_recording(upstream, tape)
     try:
         wait_until(lambda: any("recording started" in line for line in follow.lines), 15, "the capture's start")
@@ -155,7 +161,7 @@ def test_follow_prints_a_recording_as_it_happens_and_stops_when_it_ends(demo_ser
         rec.stop()
     code, err = follow.wait()  # the recorder let go of the tape: follow ends by itself
     assert code == 0, err
-    assert "waiting for" in err and "truncated" not in err
+    assert "truncated" not in err
     shown = [line.rstrip("\n") for line in follow.lines]
     assert shown == run_mcptape_lines("show", str(tape))  # what show prints of the finished tape, in full
 
