@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -97,13 +98,21 @@ class Tape:
 class Reader:
     """Iterate a tape's records without holding them all; `header`, `truncated` and `end_offset` are set as read."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], follow: bool = False, poll: float = 0.1) -> None:
+        """follow: read a tape while another process writes it. Where the tape ends, wait for more as long as a
+        writer holds it (Writer's lock); end once none does and what it wrote last has been read."""
         self.path = os.fspath(path)
+        self._follow, self._poll, self._last_look = follow, poll, False
+        while follow and not os.path.exists(self.path):
+            time.sleep(poll)  # not created yet: its recorder is starting
         try:
             self._file: BinaryIO = open(self.path, "rb", buffering=1 << 20)
         except OSError as e:
             raise TapeError(f"cannot open {self.path}: {e.strerror}") from None
         magic = self._file.read(len(MAGIC))
+        while not magic and self._more():  # created, its header not written yet
+            self._file.seek(0)
+            magic = self._file.read(len(MAGIC))
         if magic[:7] != MAGIC[:7] or len(magic) < len(MAGIC):
             self._file.close()
             if len(magic) < len(MAGIC) and MAGIC.startswith(magic) and magic:
@@ -130,9 +139,14 @@ class Reader:
         unpackb, ext_hook = msgpack.unpackb, _ext_hook
         offset, limit = self.end_offset, self.max_record
         try:
-            while head := read(size):
+            while True:
+                head = read(size)
                 if len(head) < size:
-                    self.truncated = f"torn frame header at byte {offset}"
+                    if self._more():
+                        self._file.seek(offset)  # a writer is still at it: read from here again once more came
+                        continue
+                    if head:
+                        self.truncated = f"torn frame header at byte {offset}"
                     return
                 length, check, crc = unpack(head)
                 if length ^ 0xFFFFFFFF != check:
@@ -143,6 +157,9 @@ class Reader:
                                     f"{_megabytes(limit)} limit (set {MAX_RECORD_ENV} to read it if it is real)")
                 payload = read(length)
                 if len(payload) < length:
+                    if self._more():
+                        self._file.seek(offset)
+                        continue
                     self.truncated = f"torn record at byte {offset} ({len(payload)} of {length} bytes)"
                     return
                 if crc32(payload) != crc:
@@ -164,6 +181,20 @@ class Reader:
 
     def __iter__(self) -> Iterator[Record]:
         return self._frames
+
+    def _more(self) -> bool:
+        """Following, at the end of what is written: wait while a writer holds the tape, then take one last look
+        (it may have written more before it let go). False when there is nothing more to wait for."""
+        if not self._follow or self._last_look:
+            return False
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(self._poll)
+            return True
+        fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._last_look = True
+        return True
 
 
 def _megabytes(size: int) -> str:
