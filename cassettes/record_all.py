@@ -1,0 +1,137 @@
+"""Re-record the cassettes: each story's real server and client, with the real `mcptape record` between them.
+
+    .venv/bin/python cassettes/record_all.py                      # every tape, here
+    .venv/bin/python cassettes/record_all.py expired-session-404  # one story
+    .venv/bin/python cassettes/record_all.py --out /tmp/again     # somewhere else (to diff against these)
+
+An HTTP story runs `STORY.py serve PORT` (an MCP server on 127.0.0.1), `mcptape record --upstream` in front of it,
+then `STORY.py client URL` against the recorder. A stdio story's client starts its server itself, through the
+wrapper (`stdio_recorded` below), as a client configured with `mcptape record -o TAPE -- CMD` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# tape name -> (story script, transport); the thread story writes two tapes from one client run
+STORIES = {
+    "cancelled-call": ("cancelled_call", "stdio"),
+    "session-not-found-401": ("stale_session_401", "http"),
+    "thread-first-process": ("thread_ids", "stdio"),
+    "expired-session-404": ("expired_session_404", "http"),
+    "deleted-session-400": ("deleted_session_400", "http"),
+    "resumed-stream": ("resumed_stream", "http"),
+}
+TAPES = {"thread-first-process": ["thread-first-process", "thread-later-process"]}
+
+
+def stdio_recorded(tape: str | os.PathLike, story: str):
+    """The command a client starts its stdio server with: `mcptape record -o TAPE -- python -m STORY serve`, run
+    from / so the tape names no folder of the machine it was recorded on."""
+    from mcp import StdioServerParameters
+
+    env = {"PYTHONPATH": str(HERE), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return StdioServerParameters(
+        command=sys.executable, env=env, cwd="/",
+        args=["-m", "mcptape", "record", "-o", str(Path(tape).resolve()), "--force", "--",
+              "python", "-m", story, "serve"])
+
+
+def _python(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, *args], cwd=HERE, **kw)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(what: str, ready, proc: subprocess.Popen, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > end:
+            raise SystemExit(f"record_all: {what} did not start")
+        time.sleep(0.05)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def record_http(story: str, tape: Path, log: Path) -> None:
+    port = _free_port()
+    server = _python(story + ".py", "serve", str(port), stderr=subprocess.DEVNULL)
+    try:
+        _wait(f"{story} server", lambda: _listening(port), server)
+        with open(log, "w") as out:
+            recorder = subprocess.Popen(
+                [sys.executable, "-m", "mcptape", "record", "--upstream", f"http://127.0.0.1:{port}/mcp",
+                 "--listen", "127.0.0.1:0", "-o", str(tape), "--force"], stdout=out, stderr=subprocess.STDOUT)
+            try:
+                def url() -> str | None:
+                    said = re.search(r"point your MCP client at (\S+)", log.read_text())
+                    return said and said[1]
+
+                _wait("mcptape record", url, recorder)
+                _run_client(story, url())
+            finally:
+                _stop(recorder)
+    finally:
+        _stop(server)
+
+
+def _run_client(story: str, *args: str) -> None:
+    client = _python(story + ".py", "client", *args, stderr=subprocess.PIPE, text=True)
+    _, err = client.communicate(timeout=120)
+    if client.returncode != 0:
+        raise SystemExit(f"{err}record_all: the {story} client failed ({client.returncode})")
+
+
+def record(name: str, out: Path) -> list[Path]:
+    story, transport = STORIES[name]
+    tapes = [out / f"{tape}.mcptape" for tape in TAPES.get(name, [name])]
+    if transport == "stdio":
+        _run_client(story, *map(str, tapes))
+    else:
+        record_http(story, tapes[0], out / f".{name}.log")
+        (out / f".{name}.log").unlink()
+    return tapes
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="*", metavar="NAME", help=f"the stories to re-record (all when none): {', '.join(STORIES)}")
+    p.add_argument("--out", type=Path, default=HERE, help="folder for the tapes (default: cassettes/)")
+    a = p.parse_args()
+    if unknown := [n for n in a.names if n not in STORIES]:
+        p.error(f"no story named {unknown[0]!r} (there are: {', '.join(STORIES)})")
+    a.out.mkdir(parents=True, exist_ok=True)
+    for name in a.names or STORIES:
+        for tape in record(name, a.out.resolve()):
+            print(f"recorded {tape}")
+
+
+if __name__ == "__main__":
+    main()
