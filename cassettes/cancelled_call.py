@@ -2,6 +2,7 @@
 
     python cancelled_call.py serve          # the server: an SDK stdio server with a long-running tool
     python cancelled_call.py client TAPE    # the client: starts the server through `mcptape record -o TAPE --`
+    python cancelled_call.py client -- mcptape replay cancelled-call.mcptape --stdio   # the client, on the tape
 
 The server's `write_files` tool works through its files one by one, as an agent does its shell steps. The client
 gives up after half a second: the SDK sends `notifications/cancelled` for the call and the server stops the work,
@@ -32,10 +33,8 @@ async def write_files(count: int, ctx: Context) -> str:
     return "DONE"
 
 
-async def client(tape: str) -> None:
-    from record_all import stdio_recorded
-
-    async with Client(stdio_recorded(tape, "cancelled_call"), mode="legacy") as c:
+async def client(server) -> None:
+    async with Client(server, mode="legacy") as c:
         try:
             await c.call_tool("write_files", {"count": 60}, read_timeout_seconds=0.5)
         except (MCPError, TimeoutError) as e:  # the SDK cancels the call when it times out
@@ -48,4 +47,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         server.run("stdio")
     else:
-        anyio.run(client, sys.argv[2])
+        from record_all import stdio_servers
+
+        anyio.run(client, *stdio_servers(sys.argv[2:], "cancelled_call"))

@@ -47,6 +47,27 @@ def stdio_recorded(tape: str | os.PathLike, story: str):
               "python", "-m", story, "serve"])
 
 
+def stdio_servers(args: list[str], story: str) -> list:
+    """The stdio servers a story's client starts, from its command line: `TAPE…` runs the story's server through
+    `mcptape record -o TAPE` (one tape per server process); `-- CMD… [-- CMD…]` runs the commands as given (a
+    replay of the tapes: `-- mcptape replay TAPE --stdio`)."""
+    from mcp import StdioServerParameters
+
+    if args[:1] != ["--"]:
+        return [stdio_recorded(tape, story) for tape in args]
+    return [StdioServerParameters(command=cmd[0], args=cmd[1:]) for cmd in _split(args[1:])]
+
+
+def _split(args: list[str]) -> list[list[str]]:
+    commands = [[]]
+    for arg in args:
+        if arg == "--":
+            commands.append([])
+        else:
+            commands[-1].append(arg)
+    return commands
+
+
 def _python(*args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, *args], cwd=HERE, **kw)
 

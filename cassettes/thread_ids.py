@@ -2,7 +2,9 @@
 that died with its process"). Two tapes: the process that handed the id out, and the next one.
 
     python thread_ids.py serve                      # the server: an SDK stdio server keeping threads in memory
-    python thread_ids.py client FIRST.tape LATER.tape
+    python thread_ids.py client FIRST.tape LATER.tape   # the client: a server process (recorded) for each part
+    python thread_ids.py client -- mcptape replay thread-first-process.mcptape --stdio \
+                                -- mcptape replay thread-later-process.mcptape --stdio
 
 The server's `start_thread` tool starts a conversation and returns its `thread_id`; `reply` continues one. The
 threads live in the server process's memory. The client starts a thread, then its server process goes away (the
@@ -45,14 +47,12 @@ def reply(thread_id: str, prompt: str) -> str:
     return f"{len(threads[thread_id])} turns in {thread_id}"
 
 
-async def client(first_tape: str, later_tape: str) -> None:
-    from record_all import stdio_recorded
-
-    async with Client(stdio_recorded(first_tape, "thread_ids"), mode="legacy") as c:
+async def client(first, later) -> None:
+    async with Client(first, mode="legacy") as c:
         started = await c.call_tool("start_thread", {"prompt": "list the files"})
         thread_id = json.loads(started.content[0].text)["thread_id"]
         print(f"started thread {thread_id}")
-    async with Client(stdio_recorded(later_tape, "thread_ids"), mode="legacy") as c:
+    async with Client(later, mode="legacy") as c:
         result = await c.call_tool("reply", {"thread_id": thread_id, "prompt": "now sort them"})
         print(f"reply: {result.content[0].text}")
 
@@ -61,4 +61,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         server.run("stdio")
     else:
-        anyio.run(client, *sys.argv[2:4])
+        from record_all import stdio_servers
+
+        anyio.run(client, *stdio_servers(sys.argv[2:], "thread_ids"))
