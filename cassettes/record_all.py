@@ -23,16 +23,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-# tape name -> (story script, transport); the thread story writes two tapes from one client run
+# story -> (its script, transport, the tapes it writes: the thread story's client meets two server processes)
 STORIES = {
-    "cancelled-call": ("cancelled_call", "stdio"),
-    "session-not-found-401": ("stale_session_401", "http"),
-    "thread-first-process": ("thread_ids", "stdio"),
-    "expired-session-404": ("expired_session_404", "http"),
-    "deleted-session-400": ("deleted_session_400", "http"),
-    "resumed-stream": ("resumed_stream", "http"),
+    "cancelled-call": ("cancelled_call", "stdio", ["cancelled-call"]),
+    "session-not-found-401": ("stale_session_401", "http", ["session-not-found-401"]),
+    "thread-ids": ("thread_ids", "stdio", ["thread-first-process", "thread-later-process"]),
+    "expired-session-404": ("expired_session_404", "http", ["expired-session-404"]),
+    "deleted-session-400": ("deleted_session_400", "http", ["deleted-session-400"]),
+    "resumed-stream": ("resumed_stream", "http", ["resumed-stream"]),
 }
-TAPES = {"thread-first-process": ["thread-first-process", "thread-later-process"]}
 
 
 def stdio_recorded(tape: str | os.PathLike, story: str):
@@ -101,24 +100,23 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def record_http(story: str, tape: Path, log: Path) -> None:
+def record_http(story: str, tape: Path) -> None:
     port = _free_port()
     server = _python(story + ".py", "serve", str(port), stderr=subprocess.DEVNULL)
     try:
         _wait(f"{story} server", lambda: _listening(port), server)
-        with open(log, "w") as out:
-            recorder = subprocess.Popen(
-                [sys.executable, "-m", "mcptape", "record", "--upstream", f"http://127.0.0.1:{port}/mcp",
-                 "--listen", "127.0.0.1:0", "-o", str(tape), "--force"], stdout=out, stderr=subprocess.STDOUT)
-            try:
-                def url() -> str | None:
-                    said = re.search(r"point your MCP client at (\S+)", log.read_text())
-                    return said and said[1]
-
-                _wait("mcptape record", url, recorder)
-                _run_client(story, url())
-            finally:
-                _stop(recorder)
+        recorder = subprocess.Popen([sys.executable, "-m", "mcptape", "record", "--upstream",
+                                     f"http://127.0.0.1:{port}/mcp", "--listen", "127.0.0.1:0", "-o", str(tape),
+                                     "--force"], stdout=subprocess.PIPE, text=True)
+        try:
+            for line in recorder.stdout:  # it says where to point the client once it listens
+                if url := re.search(r"point your MCP client at (\S+)", line):
+                    _run_client(story, url[1])
+                    break
+            else:
+                raise SystemExit(f"record_all: mcptape record exited ({recorder.wait()})")
+        finally:
+            _stop(recorder)
     finally:
         _stop(server)
 
@@ -131,13 +129,12 @@ def _run_client(story: str, *args: str) -> None:
 
 
 def record(name: str, out: Path) -> list[Path]:
-    story, transport = STORIES[name]
-    tapes = [out / f"{tape}.mcptape" for tape in TAPES.get(name, [name])]
+    story, transport, names = STORIES[name]
+    tapes = [out / f"{tape}.mcptape" for tape in names]
     if transport == "stdio":
         _run_client(story, *map(str, tapes))
     else:
-        record_http(story, tapes[0], out / f".{name}.log")
-        (out / f".{name}.log").unlink()
+        record_http(story, tapes[0])
     return tapes
 
 

@@ -3,6 +3,7 @@ which meets the bug again; a re-recording differs from the committed tape in not
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -18,22 +19,30 @@ from .conftest import MCPTAPE, run_mcptape, stop
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 UNBUFFERED = {**os.environ, "PYTHONUNBUFFERED": "1"}  # `mcptape replay` prints its URL on stdout, block-buffered in a pipe
 
-# tapes (checked together, in this order) -> (script, transport, {rule: whom it blames}, check's exit status)
-STORIES = {
-    ("cancelled-call",): ("cancelled_call", "stdio", {"cancelled-without-response": "none"}, 0),
-    ("session-not-found-401",): ("stale_session_401", "http",
-                                 {"dead-session-reuse": "client", "wrong-status-for-dead-session": "server"}, 1),
-    ("thread-first-process", "thread-later-process"): ("thread_ids", "stdio", {"dead-id-reuse": "none"}, 0),
-    ("expired-session-404",): ("expired_session_404", "http",
-                               {"no-reinitialize": "client", "dead-session-reuse": "client"}, 1),
-    ("deleted-session-400",): ("deleted_session_400", "http",
-                               {"wrong-status-for-dead-session": "server", "dead-session-reuse": "client"}, 1),
-    ("resumed-stream",): ("resumed_stream", "http", {}, 0),
+# story -> ({rule: whom it blames} in what `check` says of its tapes together, check's exit status)
+EXPECTED = {
+    "cancelled-call": ({"cancelled-without-response": "none"}, 0),
+    "session-not-found-401": ({"dead-session-reuse": "client", "wrong-status-for-dead-session": "server"}, 1),
+    "thread-ids": ({"dead-id-reuse": "none"}, 0),
+    "expired-session-404": ({"no-reinitialize": "client", "dead-session-reuse": "client"}, 1),
+    "deleted-session-400": ({"wrong-status-for-dead-session": "server", "dead-session-reuse": "client"}, 1),
+    "resumed-stream": ({}, 0),
 }
 
 
-def paths(tapes: tuple[str, ...], folder: Path = CASSETTES) -> list[str]:
-    return [str(folder / f"{tape}.mcptape") for tape in tapes]
+def _stories() -> dict[str, tuple[str, str, list[str]]]:
+    """record_all.STORIES: story -> (script, transport, tapes)."""
+    spec = importlib.util.spec_from_file_location("record_all", CASSETTES / "record_all.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.STORIES
+
+
+STORIES = _stories()
+
+
+def paths(story: str, folder: Path = CASSETTES) -> list[str]:
+    return [str(folder / f"{tape}.mcptape") for tape in STORIES[story][2]]
 
 
 def findings(*tapes: str) -> tuple[dict[str, str], int]:
@@ -43,25 +52,25 @@ def findings(*tapes: str) -> tuple[dict[str, str], int]:
 
 
 def test_every_tape_has_a_story():
-    assert {p.stem for p in CASSETTES.glob("*.mcptape")} == {tape for tapes in STORIES for tape in tapes}
+    assert {p.stem for p in CASSETTES.glob("*.mcptape")} == {tape for *_, tapes in STORIES.values() for tape in tapes}
+    assert set(EXPECTED) == set(STORIES)
     for script, *_ in STORIES.values():
         assert (CASSETTES / f"{script}.py").is_file()
 
 
-@pytest.mark.parametrize("tapes", STORIES, ids="+".join)
-def test_check_names_the_bug(tapes):
-    _, _, expected, status = STORIES[tapes]
-    assert findings(*paths(tapes)) == (expected, status)
+@pytest.mark.parametrize("story", EXPECTED)
+def test_check_names_the_bug(story):
+    assert findings(*paths(story)) == EXPECTED[story]
 
 
 def test_a_thread_id_is_only_dead_beside_the_process_that_issued_it():
-    assert findings(*paths(("thread-later-process",))) == ({}, 0)
+    assert findings(paths("thread-ids")[1]) == ({}, 0)
 
 
 def test_the_resumed_stream_is_resumed_with_last_event_id():
     from mcptape.tape.file import read
 
-    records = read(paths(("resumed-stream",))[0]).records
+    records = read(paths("resumed-stream")[0]).records
     resumed = [r for r in records if r["kind"] == "http.request" and r["method"] == "GET"
                and any(name.lower() == "last-event-id" for name, _ in r["headers"])]
     assert len(resumed) == 1
@@ -85,16 +94,17 @@ def _replay_http(tape: str, log: Path, script: str) -> None:
         assert stop(replay, signal.SIGINT) == 0
 
 
-@pytest.mark.parametrize("tapes", STORIES, ids="+".join)
-def test_each_story_replays_and_its_client_meets_the_bug_again(tmp_path, tapes):
+@pytest.mark.parametrize("story", EXPECTED)
+def test_each_story_replays_and_its_client_meets_the_bug_again(tmp_path, story):
     """The story's own client against the replayed tapes: what it did (the replay's log) shows the same bug."""
-    script, transport, expected, _ = STORIES[tapes]
+    script, transport, tapes = STORIES[story]
+    expected = EXPECTED[story][0]
     logs = [tmp_path / f"{tape}.log.mcptape" for tape in tapes]
     if transport == "http":
-        _replay_http(paths(tapes)[0], logs[0], script)
+        _replay_http(paths(story)[0], logs[0], script)
     else:
         servers = []
-        for tape, log in zip(paths(tapes), logs):
+        for tape, log in zip(paths(story), logs):
             servers += ["--", MCPTAPE, "replay", tape, "--stdio", "--log", str(log)]
         client = subprocess.run([sys.executable, f"{script}.py", "client", *servers], cwd=CASSETTES,
                                 capture_output=True, text=True, timeout=60)
@@ -110,7 +120,7 @@ def test_a_rerecording_differs_only_in_what_always_differs(tmp_path):
     rerecorded = subprocess.run([sys.executable, str(CASSETTES / "record_all.py"), "session-not-found-401",
                                  "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert rerecorded.returncode == 0, rerecorded.stderr
-    committed, again = paths(("session-not-found-401",)), paths(("session-not-found-401",), tmp_path)
+    committed, again = paths("session-not-found-401"), paths("session-not-found-401", tmp_path)
     assert Path(again[0]).read_bytes() != Path(committed[0]).read_bytes()  # new times, a new session id
     result = run_mcptape("diff", committed[0], again[0])
     assert (result.returncode, result.stdout.strip()) == (0, "no differences"), result.stdout
