@@ -34,10 +34,10 @@ def test_the_package_list_names_every_package():
 
 def test_mcptape_addons_prints_the_scripts():
     listed = [Path(line) for line in run_mcptape("addons").stdout.split()]
-    assert [p.name for p in listed] == SCRIPTS == ["edit.py", "record.py"]
+    assert [p.name for p in listed] == SCRIPTS and {"edit.py", "record.py"} <= set(SCRIPTS)
     for path in listed:  # the installed file is the checkout's (an editable install: the same file)
         assert path.read_bytes() == (ROOT / "addons" / path.name).read_bytes()
-    assert run_mcptape("addons", "edit").stdout.strip() == str(listed[0])
+    assert run_mcptape("addons", "edit").stdout.strip() == str(listed[SCRIPTS.index("edit.py")])
 
 
 def _record_through_mitmdump(python: str, addon: str, upstream: str, tape: Path, cwd: Path) -> list[dict]:
