@@ -733,7 +733,10 @@ def import_(source, output, force):
 @main.command()
 @click.argument("name", required=False)
 def addons(name):
-    """Print the paths of the mitmproxy addon scripts, for mitmdump -s.
+    """Print the paths of the mitmproxy addon scripts (all, or the one NAMEd), for mitmdump -s.
+
+    They are the files of the top-level addons/ folder, installed as the package mcptape.addons; from a checkout,
+    `mitmdump -s addons/record.py` loads the same file.
 
     \b
     Example:
@@ -741,7 +744,7 @@ def addons(name):
     """
     from importlib import resources
 
-    folder = resources.files("mcptape") / "addons"
+    folder = resources.files("mcptape.addons")
     scripts = sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".py") and p.name != "__init__.py")
     if name is not None and name not in scripts:
         raise Failure(f"no addon named {name!r} (there are: {', '.join(scripts)})")
