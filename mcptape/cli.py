@@ -359,6 +359,43 @@ def check(tapes, fmt, fail_on):
     raise SystemExit(code)
 
 
+def _write_output(text: str, output: str | None) -> None:
+    """To -o FILE (written whole, or not at all), else to stdout."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(output + ".part", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(output + ".part", output)
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    click.echo(f"mcptape: wrote {output}", err=True)
+
+
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "mermaid", "json"]), default="md",
+              show_default=True, help="md: GitHub Markdown with a Mermaid diagram; html: one self-contained page; "
+                                      "mermaid: the diagram alone; json: the report's data.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report here (default: stdout).")
+def report(tapes, fmt, output):
+    """One page that tells what happened: sessions and their life, calls with outcome and duration, statuses,
+    findings with their spec clauses and whom they blame, a sequence diagram, and the messages each finding is
+    about. Several tapes are one history, in the order given (as check reads them).
+
+    \b
+    Examples:
+      mcptape report run.mcptape > report.md
+      mcptape report run.mcptape --format html -o report.html
+      mcptape report run.mcptape --format mermaid
+      mcptape report bug.zip --format json
+    """
+    from .report import build, render
+
+    _write_output(render(build(list(tapes)), fmt), output)
+
+
 @main.command()
 @click.argument("tape", type=click.Path(dir_okay=False))
 @click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",

@@ -28,7 +28,7 @@ class _Timeline(Observer):
         t = record.get("t")
         if self.start is None and isinstance(t, (int, float)):
             self.start = t
-        lines = _describe(record)
+        lines = describe(record)
         ex = seen.exchange
         if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
                 and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
@@ -60,7 +60,7 @@ def _line(t: object, start: float | None, record: Record, session: str, exchange
     return f"{clock}  {arrow}  {session[:8]:<8}  {ex:>4}  {what}"
 
 
-def _describe(record: Record) -> list[str]:
+def describe(record: Record) -> list[str]:
     kind = record.get("kind")
     problem = f"  ! {record['problem']}" if record.get("problem") else ""
     if kind == records.HTTP_REQUEST:
