@@ -11,6 +11,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import click
@@ -300,7 +301,8 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
 
 @main.command()
 @click.argument("tape", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text", show_default=True,
+              help="json and jsonl are `mcptape export`'s.")
 def show(tape, fmt):
     """Print a tape: a timeline, or every record as JSON.
 
@@ -310,20 +312,60 @@ def show(tape, fmt):
       mcptape show run.mcptape --format json > run.json
       mcptape show big.mcptape --format jsonl | grep tools/call
     """
+    if fmt != "text":
+        _export(tape, fmt, None)
+        return
     from .show import timeline
+    from .tape.file import Reader
+
+    reader = Reader(tape)
+    for line in timeline(reader.path, reader):
+        click.echo(line)
+    _say_truncated(reader, "showed")
+
+
+def _say_truncated(reader, did: str) -> None:
+    if reader.truncated:
+        click.echo(f"mcptape: {reader.path}: tape is truncated ({reader.truncated}); {did} the "
+                   f"{reader.count} complete records before it", err=True)
+
+
+@main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "har"]), required=True,
+              help="json: one document; jsonl: the header line, then one record per line (`mcptape import` reads "
+                   "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (default: stdout).")
+def export(tape, fmt, output):
+    """Write a tape in a format other tools read.
+
+    \b
+    Examples:
+      mcptape export run.mcptape --format har -o run.har
+      mcptape export run.mcptape --format json -o run.json
+      mcptape export big.mcptape --format jsonl | grep tools/call
+    """
+    _export(tape, fmt, output)
+
+
+def _export(tape: str, fmt: str, output: str | None) -> None:
     from .tape import json_form
     from .tape.file import Reader
 
     reader = Reader(tape)
-    if fmt == "json":
-        click.echo(json_form.dumps(json_form.document(reader.header, reader), indent=1))
+    if fmt == "har":
+        from . import har
+
+        try:
+            chunks = [json_form.dumps(har.document(reader), indent=1) + "\n"]
+        except har.NotHttp as e:
+            raise Failure(f"{tape}: {e}") from None
+    elif fmt == "json":
+        chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
     else:
-        lines = json_form.lines(reader.header, reader) if fmt == "jsonl" else timeline(reader.path, reader)
-        for line in lines:
-            click.echo(line)
-    if reader.truncated:
-        click.echo(f"mcptape: {tape}: tape is truncated ({reader.truncated}); showed the "
-                   f"{reader.count} complete records before it", err=True)
+        chunks = (line + "\n" for line in json_form.lines(reader.header, reader))
+    _write_output(chunks, output)
+    _say_truncated(reader, "exported")
 
 
 @main.command()
@@ -359,17 +401,23 @@ def check(tapes, fmt, fail_on):
     raise SystemExit(code)
 
 
-def _write_output(text: str, output: str | None) -> None:
-    """To -o FILE (written whole, or not at all), else to stdout."""
+def _write_output(chunks: Iterable[str], output: str | None) -> None:
+    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout."""
     if output is None:
-        click.echo(text, nl=False)
+        for chunk in chunks:
+            click.echo(chunk, nl=False)
         return
+    part = output + ".part"
     try:
-        with open(output + ".part", "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(output + ".part", output)
+        with open(part, "w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(part, output)
     except OSError as e:
         raise Failure(f"cannot write {output}: {e.strerror}") from None
+    finally:
+        if os.path.exists(part):
+            os.remove(part)
     click.echo(f"mcptape: wrote {output}", err=True)
 
 
@@ -393,7 +441,7 @@ def report(tapes, fmt, output):
     """
     from .report import build, render
 
-    _write_output(render(build(list(tapes)), fmt), output)
+    _write_output([render(build(list(tapes)), fmt)], output)
 
 
 @main.command()
