@@ -28,6 +28,8 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ahocorasick_rs import AhoCorasick
+
 DEFAULT_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "apikey",
     "x-auth-token", "x-access-token", "x-refresh-token", "x-csrf-token", "x-xsrf-token", "x-amz-security-token",
@@ -73,31 +75,75 @@ def key_is_sensitive(key: str) -> bool:
 
 
 # -- secret-shaped strings -------------------------------------------------------------------------------------
-# (rule name, pattern). Each pattern names its secret part `(?P<name>…)`; what is around it (a scheme, a key, a URL)
-# stays. Case-insensitive parts say so inline, the token shapes are exact.
-_KEY_WORDS = r"(?:token|secret|password|passwd|pwd|passphrase|api[_-]?key|private[_-]?key|credentials?|authorization)"
-_QUERY_NAMES = r"(?:access_token|refresh_token|id_token|token|code|client_secret|api_?key|key|password|secret|sig|signature|auth)"
-PATTERNS: tuple[tuple[str, str], ...] = (
-    ("private-key", r"(?P<private_key>-----BEGIN[A-Z0-9 ]{0,32} PRIVATE KEY-----[\s\S]{0,16384}?-----END[A-Z0-9 ]{0,32} PRIVATE KEY-----)"),
-    ("bearer", r"\b(?i:bearer)\s{1,8}(?P<bearer>[A-Za-z0-9._~+/-]{12,4096}=*)"),
-    ("jwt", r"\b(?P<jwt>eyJ[A-Za-z0-9_-]{5,2048}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]{0,2048})"),
-    ("sk-key", r"(?<![A-Za-z0-9_-])(?P<sk_key>sk-[A-Za-z0-9_-]{20,256})"),
-    ("stripe-key", r"\b(?P<stripe_key>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"),
-    ("aws-access-key", r"\b(?P<aws_access_key>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
-    ("google-api-key", r"\b(?P<google_api_key>AIza[0-9A-Za-z_-]{35})"),
-    ("github-token", r"\b(?P<github_token>gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})"),
-    ("gitlab-token", r"\b(?P<gitlab_token>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,64})"),
-    ("slack-token", r"\b(?P<slack_token>xox[abposre]-[A-Za-z0-9-]{10,255})"),
-    ("url-password", r"://[^/\s:@]{1,256}:(?P<url_password>[^/\s@<>]{1,256})@"),
-    ("url-query", r"[?&#](?i:" + _QUERY_NAMES + r")=(?P<url_query>[^&#\s\"'<>]{1,2048})"),
-    ("assignment", r"(?i:" + _KEY_WORDS + r")[\"']?\s{0,4}[:=]\s{0,4}[\"']?(?:(?i:bearer|basic|token)\s{1,4})?"
-                   r"(?P<assignment>[^\s\"'&,;<>]{4,1024})"),
+# Each shape: its rule name, the literals (lower case) one of which starts every match, and the pattern, tried only
+# where a literal stands; the secret is its group `s`, and what is around it (a scheme, a key, a URL) stays. Finding
+# the literals is the cheap part (one search over the lowered text, most texts stop there); a pattern tried at a
+# few places is cheap too. A pattern searched across a whole text would cost that per character.
+def _shape(name: str, anchors: str, pattern: str) -> tuple[str, tuple[str, ...], re.Pattern]:
+    return name, tuple(anchors.split()), re.compile(pattern)
+
+
+_KEY_WORDS = ("token secret password passwd pwd passphrase api_key api-key apikey private_key private-key privatekey "
+              "credentials credential authorization")
+_QUERY_WORDS = "access_token refresh_token id_token token code client_secret api_key apikey key password secret sig signature auth"
+SHAPES = (
+    _shape("private-key", "-----begin",
+           r"-----BEGIN[A-Z0-9 ]{0,32} PRIVATE KEY-----(?P<s>[\s\S]{1,16384}?)-----END[A-Z0-9 ]{0,32} PRIVATE KEY-----"),
+    _shape("bearer", "bearer", r"(?<![A-Za-z0-9])(?i:bearer)\s{1,8}(?P<s>[A-Za-z0-9._~+/-]{12,4096}=*)"),
+    _shape("jwt", "eyj", r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{5,2048}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]{0,2048})"),
+    _shape("sk-key", "sk-", r"(?<![A-Za-z0-9_-])(?P<s>sk-[A-Za-z0-9_-]{20,256})"),
+    _shape("stripe-key", "sk_live_ sk_test_ rk_live_ rk_test_", r"(?<![A-Za-z0-9])(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"),
+    _shape("aws-access-key", "akia asia abia acca", r"(?<![A-Za-z0-9])(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
+    _shape("google-api-key", "aiza", r"(?<![A-Za-z0-9])(?P<s>AIza[0-9A-Za-z_-]{35})"),
+    _shape("github-token", "ghp_ gho_ ghu_ ghs_ ghr_ github_pat_",
+           r"(?<![A-Za-z0-9])(?P<s>gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})"),
+    _shape("gitlab-token", "glpat- gldt- glptt- glrt-", r"(?<![A-Za-z0-9])(?P<s>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,64})"),
+    _shape("slack-token", "xox", r"(?<![A-Za-z0-9])(?P<s>xox[abposre]-[A-Za-z0-9-]{10,255})"),
+    _shape("url-password", "://", r"://[^/\s:@]{1,256}:(?P<s>[^/\s@<>]{1,256})@"),
+    _shape("url-query", " ".join(w + "=" for w in _QUERY_WORDS.split()),
+           r"(?<=[?&#;])(?i:" + "|".join(_QUERY_WORDS.split()) + r")=(?P<s>[^&#\s\"'<>]{1,2048})"),
+    _shape("assignment", _KEY_WORDS,
+           r"(?i:" + "|".join(re.escape(w) for w in _KEY_WORDS.split()) + r")[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
+           r"(?:(?i:bearer|basic|token)\s{1,4})?(?P<s>[^\s\"'&,;<>]{4,1024})"),
 )
-RULES = {name.replace("-", "_"): name for name, _ in PATTERNS}
-_SHAPES = re.compile("|".join(pattern for _, pattern in PATTERNS))
-_SHAPES_BYTES = re.compile(_SHAPES.pattern.encode())
+# anchor -> the shapes it starts; one Aho-Corasick pass finds every anchor in a text (a regex alternation of
+# fifty literals costs ten times as much per character)
+_BY_ANCHOR: dict[str, list[tuple[str, re.Pattern]]] = {}
+for _name, _anchors, _pattern in SHAPES:
+    for _anchor in _anchors:
+        _BY_ANCHOR.setdefault(_anchor, []).append((_name, _pattern))
+_ANCHOR_LIST = list(_BY_ANCHOR)
+_ANCHORS = AhoCorasick(_ANCHOR_LIST)
 _SHORTEST = 8  # no secret shape fits in fewer characters: shorter strings are not scanned
 SENSITIVE_KEY, SENSITIVE_HEADER, SENSITIVE_QUERY, REDACT_PATH = "sensitive-key", "sensitive-header", "sensitive-query", "redact-path"
+# what a tape's header lists (names, never values): the rules by name, documented in docs/redaction.md
+RULE_NAMES = [SENSITIVE_HEADER, SENSITIVE_QUERY, SENSITIVE_KEY, *(name for name, _, _ in SHAPES)]
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, rule) of each secret-shaped part of a text, in order, not overlapping."""
+    if len(text) < _SHORTEST:
+        return []
+    low = text.lower()
+    try:
+        anchors = _ANCHORS.find_matches_as_indexes(low, overlapping=True) if len(low) == len(text) else None
+    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\udcff")
+        anchors = None
+    if anchors is None:  # the slow way, where the fast one cannot go (lowering moved characters: a dotted capital I)
+        found = [(*m.span("s"), name) for name, _, pattern in SHAPES for m in pattern.finditer(text)]
+    else:
+        found = []
+        for anchor, at, _ in anchors:
+            for name, pattern in _BY_ANCHOR[_ANCHOR_LIST[anchor]]:
+                if m := pattern.match(text, at):
+                    found.append((*m.span("s"), name))
+    found.sort()
+    out, end = [], 0
+    for span in found:
+        if span[0] >= end:
+            out.append(span)
+            end = span[1]
+    return out
 
 
 def is_pseudonym(value: Any) -> bool:
@@ -117,15 +163,17 @@ def holds_pseudonym(value: Any) -> bool:
 
 def shapes_in(text: str | bytes) -> Iterator[str]:
     """The names of the secret-shaped strings in a text, in order."""
-    if len(text) < _SHORTEST:
-        return
-    for m in (_SHAPES_BYTES if isinstance(text, bytes) else _SHAPES).finditer(text):
-        yield RULES[m.lastgroup]
+    if isinstance(text, bytes):
+        text = text.decode("latin-1")
+    for _, _, rule in _spans(text):
+        yield rule
 
 
 # -- finding what is left ----------------------------------------------------------------------------------------
 _TEXT_FIELDS = ("problem", "data", "text", "detail", "error", "path", "rewritten_to")
 _JSON_FIELDS = ("msg", "withheld", "source")
+_FIELDS_TO_REDACT = frozenset({*_TEXT_FIELDS, *_JSON_FIELDS, "raw", "headers", "query", "comments"})
+_SECRET, _SCAN, _NEVER = "secret", "scan", "never"  # how a header's or query parameter's value is treated
 
 
 def secrets_in(records: Iterable[dict]) -> Iterator[tuple[int, str, str]]:
@@ -272,15 +320,13 @@ class _Walk:
         return SENSITIVE_KEY
 
     def text(self, value: str, path: list) -> str:
-        m = _SHAPES.search(value)
-        if m is None:
+        spans = _spans(value)
+        if not spans:
             return value
         parts, last = [], 0
-        while m is not None:
-            start, end = m.span(m.lastgroup)
-            parts += [value[last:start], self.replace(path, value[start:end], RULES[m.lastgroup])]
+        for start, end, rule in spans:
+            parts += [value[last:start], self.replace(path, value[start:end], rule)]
             last = end
-            m = _SHAPES.search(value, end)
         parts.append(value[last:])
         return "".join(parts)
 
@@ -299,14 +345,16 @@ class Redactor:
         from .wire import pointer
 
         self.enabled = enabled
-        self.headers_named = DEFAULT_HEADERS | {h.strip().lower() for h in extra_headers}
+        self.extra_headers = sorted({h.strip().lower() for h in extra_headers})
+        self.headers_named = DEFAULT_HEADERS | set(self.extra_headers)
         self.keep_paths = list(keep_paths)
         self.redact_paths = list(redact_paths)
         self._key = secrets.token_bytes(32)
         self._cache: dict[str, str] = {}
-        self._walk = _Walk(self._replace, [pointer.parse(p) for p in self.keep_paths],
-                           [pointer.parse(p) for p in self.redact_paths])
-        self.rules_hit: set[str] = set()
+        self._walk = _Walk(lambda path, value, rule: self.pseudonym(value),
+                           [pointer.parse(p, "--keep-path") for p in self.keep_paths],
+                           [pointer.parse(p, "--redact-path") for p in self.redact_paths])
+        self._names: dict[str, dict[str, object]] = {"headers": {}, "query": {}}  # name -> how its value is treated
 
     def pseudonym(self, secret: str) -> str:
         found = self._cache.get(secret)
@@ -317,9 +365,6 @@ class Redactor:
                 self._cache[secret] = found
         return found
 
-    def _replace(self, path: list, value: str, rule: str) -> str:
-        return self.pseudonym(value)
-
     def header_is_secret(self, name: str) -> bool:
         name = name.lower()
         return name in self.headers_named or bool(_SECRET_NAME.search(name))
@@ -328,41 +373,46 @@ class Redactor:
         return _query_is_secret(name)
 
     def headers(self, pairs: Iterable[tuple[str, str]]) -> list[list[str]]:
-        if not self.enabled:
-            return [[k, v] for k, v in pairs]
-        return [[k, self._header_value(k, v)] for k, v in pairs]
-
-    def _header_value(self, name: str, value: str) -> str:
-        if _is_session("headers", name) or is_pseudonym(value):
-            return value
-        if self.header_is_secret(name):
-            lowered = value.lower()
-            for scheme in _SCHEMES:
-                if lowered.startswith(scheme):
-                    return value[: len(scheme)] + self.pseudonym(value[len(scheme):])
-            return self.pseudonym(value)
-        return self._walk.text(value, []) if len(value) >= _SHORTEST else value
+        return self._pairs(pairs, "headers")
 
     def query(self, pairs: Iterable[tuple[str, str]]) -> list[list[str]]:
+        return self._pairs(pairs, "query")
+
+    def _pairs(self, pairs: Iterable[tuple[str, str]], field: str) -> list[list[str]]:
         if not self.enabled:
             return [[k, v] for k, v in pairs]
-        return [[k, self._query_value(k, v)] for k, v in pairs]
+        names = self._names[field]
+        out = []
+        for name, value in pairs:
+            how = names.get(name)
+            if how is None:
+                how = _NEVER if _is_session(field, name) else _SECRET if (
+                    self.header_is_secret(name) if field == "headers" else self.query_is_secret(name)) else _SCAN
+                if len(names) < 1024:
+                    names[name] = how
+            if how is _SECRET and value and not is_pseudonym(value):
+                value = self._secret_value(value) if field == "headers" else self.pseudonym(value)
+            elif how is _SCAN and len(value) >= _SHORTEST:
+                value = self._walk.text(value, [])
+            out.append([name, value])
+        return out
 
-    def _query_value(self, name: str, value: str) -> str:
-        if _is_session("query", name) or is_pseudonym(value):
-            return value
-        if self.query_is_secret(name):
-            return self.pseudonym(value) if value else value
-        return self._walk.text(value, []) if len(value) >= _SHORTEST else value
+    def _secret_value(self, value: str) -> str:
+        lowered = value.lower()
+        for scheme in _SCHEMES:
+            if lowered.startswith(scheme):
+                return value[: len(scheme)] + self.pseudonym(value[len(scheme):])
+        return self.pseudonym(value)
 
     def text(self, value: str) -> str:
         return self._walk.text(value, []) if self.enabled and len(value) >= _SHORTEST else value
 
     def raw(self, data: bytes) -> bytes:
-        if not self.enabled or len(data) < _SHORTEST or _SHAPES_BYTES.search(data) is None:
+        if not self.enabled or len(data) < _SHORTEST:
             return data
-        text = data.decode("utf-8", "surrogateescape")
-        return self._walk.text(text, []).encode("utf-8", "surrogateescape")
+        text = data.decode("latin-1")  # a byte a character: any bytes, and the patterns are ASCII
+        redacted = self._walk.text(text, [])
+        return data if redacted is text else redacted.encode("latin-1")
 
     def json(self, value: Any) -> Any:
         return self._walk.json(value, []) if self.enabled else value
@@ -373,21 +423,18 @@ class Redactor:
         if not self.enabled:
             return record
         out = None
-        for name, value in record.items():
-            if name in ("headers", "query"):
-                new = self.headers(value) if name == "headers" else self.query(value)
-                new = value if new == value else new
+        for name in _FIELDS_TO_REDACT.intersection(record):
+            value = record[name]
+            if name in _TEXT_FIELDS:
+                new = self.text(value) if isinstance(value, str) else value
             elif name in _JSON_FIELDS:
                 new = self._walk.json(value, []) if name != "source" else self._source(value)
-            elif name in _TEXT_FIELDS and isinstance(value, str):
-                new = self.text(value)
-            elif name == "raw" and isinstance(value, bytes):
-                new = self.raw(value)
-            elif name == "comments" and isinstance(value, list):
-                new = [self.text(c) if isinstance(c, str) else c for c in value]
+            elif name == "raw":
+                new = self.raw(value) if isinstance(value, bytes) else value
+            else:  # headers, query, comments: lists, copied anew
+                new = (self._pairs(value, name) if name != "comments" else
+                       [self.text(c) if isinstance(c, str) else c for c in value]) if isinstance(value, list) else value
                 new = value if new == value else new
-            else:
-                continue
             if new is not value:
                 out = out or dict(record)
                 out[name] = new
@@ -411,10 +458,11 @@ class Redactor:
         """What the tape says about its own redaction (names only, never values)."""
         if not self.enabled:
             return {"enabled": False}
-        return {"enabled": True, "headers": sorted(self.headers_named), "query": sorted(DEFAULT_QUERY),
-                "pattern": _SECRET_NAME.pattern, "body": True, "keys": sorted(SENSITIVE_WORDS),
-                "rules": [name for name, _ in PATTERNS], "never": sorted(NEVER_KEYS | {"id", "session"}),
-                "keep_paths": self.keep_paths, "redact_paths": self.redact_paths}
+        described: dict = {"enabled": True, "body": True, "rules": list(RULE_NAMES)}
+        for name in ("extra_headers", "keep_paths", "redact_paths"):
+            if getattr(self, name):
+                described[name] = getattr(self, name)
+        return described
 
 
 # -- a pseudonym matches anything --------------------------------------------------------------------------------
@@ -465,3 +513,25 @@ def _same_around(with_pseudonyms: str, other: str) -> bool:
         if len(_around_cache) < 1024:
             _around_cache[with_pseudonyms] = pattern
     return pattern.fullmatch(other) is not None
+
+
+def unredacted(header: dict, records: Iterable[dict]) -> Iterator[tuple[int | None, str, str]]:
+    """Why a tape is not safe to share, for `check --require-redacted`: (None, what, "not-redacted") when its
+    header, or (record number, "/redaction", "not-redacted") when a recording run in it, says redaction was off
+    or did not cover bodies; then each secret `secrets_in` finds."""
+    if not _covers_bodies(header.get("redaction")):
+        yield None, "its header says it was recorded without body redaction", "not-redacted"
+    starts: list[int] = []
+
+    def watched(records: Iterable[dict]) -> Iterator[dict]:
+        for number, record in enumerate(records):
+            if record.get("kind") == "capture.start" and not _covers_bodies(record.get("redaction")):
+                starts.append(number)
+            yield record
+
+    found = list(secrets_in(watched(records)))
+    yield from sorted([(number, "/redaction", "not-redacted") for number in starts] + found)
+
+
+def _covers_bodies(redaction: Any) -> bool:
+    return isinstance(redaction, dict) and redaction.get("enabled") is True and redaction.get("body") is True
