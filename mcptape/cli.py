@@ -83,6 +83,30 @@ def _edit_options(command):
                         help="Inject a fault, e.g. 'expire-session at=tools/call#2' (repeatable; see README).")(command)
 
 
+def _redact_options(command):
+    command = click.option("--keep-path", multiple=True, metavar="POINTER",
+                           help="Never redact this part of a message (JSON pointer, * for any one step, "
+                                "e.g. /params/arguments/token_count; repeatable).")(command)
+    command = click.option("--redact-path", multiple=True, metavar="POINTER",
+                           help="Also redact this part of every message (JSON pointer, * for any one step, "
+                                "e.g. /result/content/*/text; repeatable).")(command)
+    return click.option("--redact-header", multiple=True, metavar="NAME",
+                        help="Also redact this header (repeatable).")(command)
+
+
+def _redactor(redact_header, redact_path, keep_path, no_redact=False):
+    from .redact import Redactor
+
+    try:
+        redactor = Redactor(redact_header, not no_redact, keep_path, redact_path)
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    if no_redact:
+        click.echo("mcptape: warning: --no-redact: secrets (credentials, tokens, keys in messages) will be written "
+                   "into the tape as they are; do not share it", err=True)
+    return redactor
+
+
 def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, live: bool = False):
     """The edits given, parsed and checked against where they will run; None when there are none."""
     if not edit and not edits_file:
@@ -160,14 +184,14 @@ def _host_for_url(host: str) -> str:
               help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
                    "for clients that can only be pointed at a proxy.")
 @click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
-@click.option("--redact-header", multiple=True, metavar="NAME", help="Also redact this header (repeatable).")
-@click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
+@_redact_options
+@click.option("--no-redact", is_flag=True, help="Record everything as it is, secrets included (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
 @click.option("--verbose", is_flag=True, help="Show mitmproxy's own log.")
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
-def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose,
-           edit, edits_file, command):
+def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
+           no_redact, insecure, verbose, edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -183,16 +207,24 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
 
+    Secrets are redacted before anything is written: credentials in headers and query strings, values under
+    sensitive keys (token, password, api_key…) and secret-shaped strings (bearer tokens, sk-… keys, JWTs…)
+    in every message, stderr line and body. JSON-RPC ids, schemas, progress tokens, cursors and session ids are
+    never touched. Keep a field as it is, or redact one more:
+      mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
+        --keep-path /params/arguments/token_count --redact-path /result/structuredContent/email
+
     Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
     server exits, and exits with the server's status.
     """
     if append and force:
         raise Failure("--append and --force contradict each other; give one")
     write_mode = "append" if append else "force" if force else "new"
+    redactor = _redactor(redact_header, redact_path, keep_path, no_redact)
     if command:
         if upstream or mode:
             raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
-        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True))
+        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True), redactor)
         return
     if output is None:
         raise Failure("-o FILE is required: where should the tape go?")
@@ -204,11 +236,11 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
     editor = _editor(edit, edits_file, live=True)
-    _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
+    _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  [e.text for e in editor.edits] if editor else [])
 
 
-def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None) -> None:
+def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
     """Stand in for a stdio server. Nothing but the server's own bytes may reach stdout."""
     from . import TOOL
     from .capture.stdio import StartError, StdioRecorder
@@ -221,13 +253,13 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
     if directory and not os.path.isdir(directory):
         raise Failure(f"MCPTAPE_DIR={directory} is not a directory")
     try:
-        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", records.header(time.time(), TOOL),
-                                      directory, write_mode)
+        header = records.header(time.time(), TOOL, redactor.describe() if redactor else None)
+        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", header, directory, write_mode)
     except TapeError as e:
         raise Failure(str(e)) from None
     with writer:
         try:
-            code = StdioRecorder(argv, writer, editor).run()
+            code = StdioRecorder(argv, writer, editor, redactor).run()
         except StartError as e:
             click.echo(f"mcptape: {e}", err=True)
             raise SystemExit(e.code) from None
@@ -238,7 +270,7 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
     raise SystemExit(code)
 
 
-def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
+def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  edits: list[str]):
     host, port = _parse_listen(listen)
     if os.path.exists(output) and write_mode == "new":
@@ -247,8 +279,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         raise Failure(f"-o {output}: not a file in an existing directory")
     settings: dict = {
         "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
-        "mcptape_force": write_mode == "force", "mcptape_redact_header": list(redact_header),
-        "mcptape_no_redact": no_redact, "mcptape_record_all": record_all, "ssl_insecure": insecure,
+        "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
+        "mcptape_no_redact": not redactor.enabled, "mcptape_redact_path": redactor.redact_paths,
+        "mcptape_keep_path": redactor.keep_paths, "mcptape_record_all": record_all, "ssl_insecure": insecure,
         "mcptape_edit": edits,
     }
     path = ""
@@ -262,8 +295,6 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
     else:
         settings["mode"] = ["regular"]
     _check_free(host, port)
-    if no_redact:
-        click.echo("mcptape: warning: --no-redact: credentials will be written into the tape as they are", err=True)
 
     import asyncio
 
@@ -373,7 +404,10 @@ def _export(tape: str, fmt: str, output: str | None) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding is at or above this severity.")
-def check(tapes, fmt, fail_on):
+@click.option("--require-redacted", is_flag=True,
+              help="Exit 1 when a tape was recorded without redaction or still holds a secret (named by record "
+                   "and JSON pointer).")
+def check(tapes, fmt, fail_on, require_redacted):
     """Flag protocol faults in tapes, each with the spec clause it rests on.
 
     Several tapes are checked together as one history, in the order given.
@@ -383,22 +417,48 @@ def check(tapes, fmt, fail_on):
       mcptape check run.mcptape
       mcptape check yesterday.mcptape today.mcptape --format json
       mcptape check run.mcptape --format sarif > mcptape.sarif
+      mcptape check run.mcptape --require-redacted     # before attaching it to a bug report
     """
     from .check import at_or_above
     from .check import check as run_check
     from .check import report
 
     findings = list(run_check(list(tapes)))
-    code = _exit_with(1 if any(at_or_above(f.severity, fail_on) for f in findings) else 0)
+    unredacted = [(tape, *problem) for tape in tapes for problem in _unredacted(tape)] if require_redacted else []
+    failed = unredacted or any(at_or_above(f.severity, fail_on) for f in findings)
+    code = _exit_with(1 if failed else 0)
     if fmt == "text":
         for line in report.text(findings, list(tapes)):
             click.echo(line)
+        for tape, number, where, rule in unredacted:
+            click.echo(_unredacted_line(tape, number, where, rule))
     else:
         from .tape import json_form
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        if fmt == "json" and require_redacted:
+            doc["unredacted"] = [{"tape": tape, "record": number, "pointer": where, "rule": rule}
+                                 for tape, number, where, rule in unredacted]
+        elif unredacted:
+            for tape, number, where, rule in unredacted:
+                click.echo(_unredacted_line(tape, number, where, rule), err=True)
         click.echo(json_form.dumps(doc, indent=1))
     raise SystemExit(code)
+
+
+def _unredacted(tape: str):
+    from .redact import unredacted
+    from .tape.file import Reader
+
+    reader = Reader(tape)
+    return unredacted(reader.header, reader)
+
+
+def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> str:
+    place = tape if number is None else f"{tape}#{number}"
+    if rule == "not-redacted":
+        return f"{place}: not redacted: {where} (run: mcptape redact {tape} -o REDACTED.mcptape)"
+    return f"{place} {where}: still holds a secret ({rule}); run: mcptape redact {tape} -o REDACTED.mcptape"
 
 
 def _write_output(chunks: Iterable[str], output: str | None) -> None:
@@ -645,6 +705,44 @@ def import_(source, output, force):
         for item in items:
             writer.write(item)
     click.echo(f"mcptape: wrote {len(items)} records to {output}", err=True)
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The redacted tape to write.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@_redact_options
+def redact(source, output, force, redact_header, redact_path, keep_path):
+    """Write a redacted copy of a tape (one recorded with --no-redact, or before redaction covered bodies).
+
+    What recording redacts by default is redacted here too, under a new pseudonym key; what is already a
+    pseudonym stays as it is. The copy replays, diffs and checks like the original.
+
+    \b
+    Examples:
+      mcptape redact run.mcptape -o run.redacted.mcptape
+      mcptape redact run.mcptape -o shared.mcptape --redact-path /result/structuredContent/email
+      mcptape check shared.mcptape --require-redacted
+    """
+    from .tape import records
+    from .tape.file import Reader, Writer
+
+    if os.path.exists(output) and os.path.samefile(source, output):
+        raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
+    redactor = _redactor(redact_header, redact_path, keep_path)
+    reader = Reader(source)
+    header = {**reader.header, "redaction": redactor.describe()}
+    count = 0
+    with Writer(output, header, "force" if force else "new") as writer:
+        for record in reader:
+            if record.get("kind") == records.CAPTURE_START:
+                record = {**record, "redaction": redactor.describe()}
+            writer.write(redactor.record(record))
+            count += 1
+    if reader.truncated:
+        click.echo(f"mcptape: {source}: tape is truncated ({reader.truncated}); redacted the {count} complete "
+                   f"records before it", err=True)
+    click.echo(f"mcptape: wrote {count} redacted records to {output}", err=True)
 
 
 @main.command()
