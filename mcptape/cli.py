@@ -423,7 +423,8 @@ def check(tapes, fmt, fail_on, require_redacted):
     from .check import check as run_check
     from .check import report
 
-    findings = list(run_check(list(tapes)))
+    tapes = _tapes(tapes)
+    findings = list(run_check(tapes))
     unredacted = [(tape, *problem) for tape in tapes for problem in _unredacted(tape)] if require_redacted else []
     failed = unredacted or any(at_or_above(f.severity, fail_on) for f in findings)
     code = _exit_with(1 if failed else 0)
@@ -501,7 +502,57 @@ def report(tapes, fmt, output):
     """
     from .report import build, render
 
-    _write_output([render(build(list(tapes)), fmt)], output)
+    _write_output([render(build(_tapes(tapes)), fmt)], output)
+
+
+def _tapes(paths) -> list[str]:
+    """The tapes named, a bundle standing for the tapes it holds (commands that read several tapes)."""
+    from .tape.bundled import BundleError, expand
+
+    try:
+        return expand(list(paths))
+    except BundleError as e:
+        raise Failure(str(e)) from None
+
+
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The bundle to write (a .zip).")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--redact", is_flag=True, help="Redact the tapes into the bundle (as `mcptape redact` does).")
+@click.option("--allow-secrets", is_flag=True, help="Bundle tapes that still hold secrets (unsafe; warns).")
+def bundle(tapes, output, force, redact, allow_secrets):
+    """One file to attach to a bug report: the tapes, each as JSON, report.md and report.html, report.har (HTTP
+    tapes), findings.json and a README that says how to replay and check it. Every command that reads a tape
+    reads the bundle as it is.
+
+    A tape that still holds a secret (a credential, a secret-shaped string) is refused, naming where, unless
+    --redact or --allow-secrets is given.
+
+    \b
+    Examples:
+      mcptape bundle run.mcptape -o bug.zip
+      mcptape bundle before.mcptape after.mcptape -o bug.zip --redact
+      mcptape check bug.zip
+      mcptape replay bug.zip --listen 127.0.0.1:8765
+    """
+    from .bundle import Refused, make
+
+    if os.path.exists(output) and not force:
+        raise Failure(f"{output} already exists (use --force to replace it)")
+    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise Failure(f"-o {output}: not a file in an existing directory")
+    tapes = _tapes(tapes)
+    try:
+        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets)
+    except Refused as e:
+        raise Failure(str(e)) from None
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    if allow_secrets:
+        click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
+                   err=True)
+    click.echo(f"mcptape: wrote {output}: {', '.join(names)}", err=True)
 
 
 @main.command()

@@ -76,7 +76,7 @@ class _Entry:
         headers = q.get("headers") or []
         host = http.get(headers, "host") or self.host or "localhost"
         query = q.get("query") or []
-        url = f"{self.scheme}://{host}{q.get('path') or '/'}" + (f"?{urlencode(query)}" if query else "")
+        url = f"{self.scheme}://{host}{q.get('path') or '/'}" + (f"?{urlencode([tuple(p) for p in query])}" if query else "")
         started = q.get("t", 0.0)
         text, encoding = _body(q)
         request = {"method": q.get("method", ""), "url": url, "httpVersion": "HTTP/1.1", "cookies": [],

@@ -136,8 +136,9 @@ def _methods(calls: list[dict]) -> list[dict]:
     return out
 
 
-def build(paths: list[str]) -> dict:
-    """The report of tapes read as one history (as `check` reads them). Raises TapeError for an unreadable tape."""
+def build(paths: list[str], names: list[str] | None = None) -> dict:
+    """The report of tapes read as one history (as `check` reads them), each tape called by its path or by its
+    name in `names`. Raises TapeError for an unreadable tape."""
     watch = _Watch()
     findings = [f.to_json() for f in check(paths, [watch])]
     calls_by_where = {(c["tape"], c["record"], c["dir"], jsonrpc.id_key(c["id"])): c for c in watch.calls}
@@ -154,6 +155,12 @@ def build(paths: list[str]) -> dict:
     per_session = Counter(c["session"] for c in watch.calls)
     sessions = [_session(s, per_session) for s in watch.sessions]
     start = min((t["start"] for t in watch.tapes.values()), default=None)
+    if names is not None:  # a bundle's tapes are read from a work folder, and called by their names in the bundle
+        called = dict(zip(paths, names))
+        for item in (*watch.tapes.values(), *sessions, *watch.calls, *watch.edits, *watch.exits, *findings):
+            key = "path" if "path" in item else "tape"
+            item[key] = called.get(item[key], item[key])
+        paths = names
     return {
         "mcptape_report": FORMAT, "start": start,
         "tapes": [watch.tapes.get(p, {"path": p, "records": 0, "start": None, "end": None}) for p in paths],

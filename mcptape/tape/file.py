@@ -86,10 +86,16 @@ class Reader:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        self._damage: tuple[type[Exception], ...] = ()  # what reading a tape inside a bundle raises on damage
         try:
             self._file: BinaryIO = open(self.path, "rb", buffering=1 << 20)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:
+            self._file = self._in_bundle(e)
         except OSError as e:
             raise TapeError(f"cannot open {self.path}: {e.strerror}") from None
+        if self._file.peek(4)[:4] == b"PK\x03\x04":  # a bundle (zip): its one tape
+            self._file.close()
+            self._file = self._in_bundle(None)
         magic = self._file.read(len(MAGIC))
         if magic[:7] != MAGIC[:7] or len(magic) < len(MAGIC):
             self._file.close()
@@ -108,6 +114,19 @@ class Reader:
             raise TapeError(f"{self.path}: tape has no header record{' (' + self.truncated + ')' if self.truncated else ''}")
         self.header: Record = first
         self.count = 0  # records after the header
+
+    def _in_bundle(self, error: OSError | None) -> BinaryIO:
+        """A tape inside a bundle (tape/bundled.py): `bug.zip`, or `bug.zip/tapes/NAME.mcptape`."""
+        from . import bundled
+
+        try:
+            found = bundled.open_tape(self.path)
+        except bundled.BundleError as e:
+            raise TapeError(str(e)) from None
+        if found is None:
+            raise TapeError(f"cannot open {self.path}: {error.strerror if error else 'not a tape'}") from None
+        self._damage = bundled.DAMAGE
+        return found
 
     def _read_frames(self) -> Iterator[Record]:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
@@ -141,6 +160,9 @@ class Reader:
                 self.end_offset = offset
                 self.count += 1
                 yield record
+        except self._damage as e:
+            raise TapeError(f"{self.path}: the bundle is damaged at byte {offset} of the tape ({e}); "
+                            f"{self.count} records before it are intact") from None
         finally:
             self._file.close()
 
