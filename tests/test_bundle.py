@@ -93,6 +93,9 @@ def test_several_tapes_in_one_bundle(real_tapes, tmp_path):
     one_line_error(run_mcptape("bundle", real_tapes["stdio"], "-o", str(bug)), "already exists")
     bundle(real_tapes["stdio"], "-o", str(bug), "--force")
     assert "report.har" not in members(bug)  # a stdio tape alone has no HTTP to put in a HAR
+    before = bug.read_bytes()
+    one_line_error(run_mcptape("record", "--append", "-o", str(bug), "--", "true"), "is a bundle (a zip file)")
+    assert bug.read_bytes() == before
 
 
 def _zip(path: Path, files: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> str:

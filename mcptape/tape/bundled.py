@@ -15,7 +15,8 @@ import zipfile
 import zlib
 from typing import BinaryIO
 
-ZIP_MAGIC = b"PK\x03\x04"
+from .file import ZIP_MAGIC
+
 TAPES = "tapes/"
 MAX_MEMBERS = 10_000  # entries in the archive's directory
 MAX_TAPE = 4 << 30  # the largest tape a bundle may declare, uncompressed

@@ -9,6 +9,9 @@ short: load everything before it, say "truncated") from damage (a length that di
 payload whose CRC is wrong: stop and name the byte offset) instead of decoding garbage. Each frame goes out in one
 unbuffered write, so the only tear a crash can leave is at the end.
 
+A bundle (`mcptape bundle`, a zip) is read where it lies: the Reader opens `bug.zip` or `bug.zip/tapes/NAME.mcptape`
+through tape/bundled.py, and a Writer refuses to append to one.
+
 Numbers: msgpack has no integers beyond 64 bits and no exact decimals, JSON has both; they travel as extension
 types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value comes back as it went in.
 """
@@ -28,6 +31,7 @@ import msgpack
 
 FORMAT = 1
 MAGIC = b"MCPTAPE" + bytes([FORMAT])
+ZIP_MAGIC = b"PK\x03\x04"  # a bundle (tape/bundled.py)
 _FRAME = struct.Struct(">III")
 _MAX_RECORD = 1 << 30
 _EXT_BIGINT = 1
@@ -93,7 +97,7 @@ class Reader:
             self._file = self._in_bundle(e)
         except OSError as e:
             raise TapeError(f"cannot open {self.path}: {e.strerror}") from None
-        if self._file.peek(4)[:4] == b"PK\x03\x04":  # a bundle (zip): its one tape
+        if self._file.peek(4)[:4] == ZIP_MAGIC:  # a bundle (zip): its one tape
             self._file.close()
             self._file = self._in_bundle(None)
         magic = self._file.read(len(MAGIC))
@@ -201,6 +205,9 @@ class Writer:
             raise TapeError(f"{self.path} is being written by another mcptape right now") from None
         self._file: BinaryIO = open(fd, "r+b", buffering=0)
         if mode == "append" and os.fstat(fd).st_size > 0:
+            if os.pread(fd, 4, 0) == ZIP_MAGIC:  # a bundle is read where it lies, never written into
+                self._file.close()
+                raise TapeError(f"{self.path} is a bundle (a zip file): record into a tape of its own")
             try:
                 self.existing = read(self.path)
             except TapeError:
