@@ -5,12 +5,16 @@ The HTML in a real browser: test_report_browser.py."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 from mcptape.report import build, diagram, render
 from mcptape.tape import records
 
-from .conftest import run_mcptape, write_tape
+from .conftest import BIN, run_mcptape, write_tape
 from .test_cli import one_line_error
 
 
@@ -134,3 +138,16 @@ def test_bad_input_is_one_line(tmp_path):
     one_line_error(run_mcptape("report", str(tmp_path / "junk.mcptape")), "not an mcptape tape")
     tape = _stdio_conversation(tmp_path / "ok.mcptape", 1)
     one_line_error(run_mcptape("report", tape, "-o", str(tmp_path / "no" / "r.md")), "cannot write")
+
+
+def test_the_readme_examples_run_as_written(real_tapes, tmp_path):
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Reports, exports and bundles", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    shutil.copy(real_tapes["session"], tmp_path / "run.mcptape")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    for line in block.splitlines():
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (line, done.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bug.zip", "report.html", "report.json", "report.md",
+                                                          "run.har", "run.jsonl", "run.mcptape"]
