@@ -85,3 +85,52 @@ def test_the_html_report_in_a_real_browser(browser, real_tapes, tmp_path, tape):
     print(f"screenshot: {shot}")
     assert shot.stat().st_size > 10_000
     page.close()
+
+
+MERMAID = "12.3.0"  # the version whose parser checks the Markdown report's diagram (GitHub renders with Mermaid)
+
+
+def _mermaid_bundle() -> Path:
+    """Mermaid's own browser bundle, fetched once from the npm registry (`npm pack`: the package's tarball only)
+    into a cache outside the repository."""
+    import tarfile
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcptape-mermaid" / MERMAID
+    script = cache / "mermaid.min.js"
+    if script.exists():
+        return script
+    if not shutil.which("npm"):
+        pytest.skip("npm is not installed: Mermaid's bundle cannot be fetched")
+    cache.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["npm", "pack", f"mermaid@{MERMAID}", "--silent"], cwd=cache, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with tarfile.open(cache / done.stdout.strip().splitlines()[-1]) as tar:
+        member = tar.extractfile("package/dist/mermaid.min.js")
+        script.with_suffix(".part").write_bytes(member.read())
+    script.with_suffix(".part").rename(script)
+    return script
+
+
+@pytest.mark.parametrize("tape", ["edited", "stdio"])
+def test_the_markdown_reports_diagram_is_valid_mermaid(browser, real_tapes, tape):
+    """Mermaid itself, in the browser, renders the diagram of the Markdown report without an error."""
+    import re
+
+    md = run_mcptape("report", real_tapes[tape]).stdout
+    diagram = re.search(r"```mermaid\n(.*?)```", md, re.DOTALL).group(1)
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.set_content("<!DOCTYPE html><html><body></body></html>")
+    page.add_script_tag(path=str(_mermaid_bundle()))
+    svg = page.evaluate("""async (text) => {
+        mermaid.initialize({startOnLoad: false, securityLevel: "strict"});
+        const {svg} = await mermaid.render("diagram", text);
+        return svg;
+    }""", diagram)
+    assert problems == [] and svg.startswith("<svg") and "Syntax error" not in svg
+    assert "tools/call #3 add" in svg and "Client mcp 0.1.0" in svg
+    if tape == "edited":
+        assert "mcptape (edits)" in svg and "error #4 -32600 Session not found" in svg
+    page.close()
