@@ -112,7 +112,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
         called = dict(zip(tapes, inside))
         findings = [replace(f, tape=called[f.tape]) for f in check(tapes)]
         files["findings.json"] = [json_form.dumps(findings_report.as_json(findings, inside), indent=1), "\n"]
-        files["README.md"] = [_readme(names, data, "report.har" in files, redact)]
+        files["README.md"] = [_readme(os.path.basename(output), names, data, "report.har" in files, redact)]
         _write(output, files, work)
         return list(files)
 
@@ -144,10 +144,10 @@ def _write(output: str, files: dict, work: str) -> None:
             os.remove(part)
 
 
-def _readme(names: list[str], data: dict, har: bool, redacted: bool) -> str:
+def _readme(bundle: str, names: list[str], data: dict, har: bool, redacted: bool) -> str:
     s = data["summary"]
     tapes = "\n".join(f"- `{TAPES}{name}.mcptape`" for name in names)
-    member = posixpath.join("bug.zip", TAPES, f"{names[0]}.mcptape")
+    member = posixpath.join(bundle, TAPES, f"{names[0]}.mcptape")
     return f"""# An MCP conversation, recorded by mcptape {__version__}
 
 {s['sessions']} session(s), {s['calls']} call(s), {s['error']} error(s), {s['warning']} warning(s), {s['info']} info
@@ -158,18 +158,18 @@ finding(s), {s['edits']} edit(s) fired.{' The tapes were redacted into this bund
 {tapes}
 - `json/`: each tape as JSON (`mcptape import` turns it back into a tape)
 - `report.md`, `report.html`: what happened, on one page (the HTML opens offline)
-{'- `report.har`: the HTTP exchanges as HAR 1.2, for browser devtools and mitmproxy' + chr(10) if har else ''}- `findings.json`: what `mcptape check` found, with the spec clauses
+{'- `report.har`: the HTTP exchanges as HAR 1.2, for browser devtools and mitmproxy' + chr(10) if har else ''}\
+- `findings.json`: what `mcptape check` found, with the spec clauses
 
-## Reproduce (`pip install mcptape`; this file may stay zipped)
+## Reproduce (`pip install mcptape`; the bundle stays zipped)
 
 ```sh
-mcptape check bug.zip                   # the findings again
-mcptape report bug.zip --format html -o report.html
+mcptape check {bundle}                   # the findings again
+mcptape report {bundle} --format html -o report.html
 mcptape show {member}
 mcptape replay {member} --listen 127.0.0.1:8765    # a server that answers as the recorded one did
 mcptape replay {member} --edit 'expire-session at=tools/call#2'   # with a fault injected
 ```
 
-Point the MCP client at the URL `replay` prints (or use `replay --stdio` as its server command). Rename
-`bug.zip` in these lines to this file's name.
+Point the MCP client at the URL `replay` prints, or use `mcptape replay {member} --stdio` as its server command.
 """

@@ -3,8 +3,9 @@ devtools and mitmproxy open. One entry per exchange, in the order the requests w
 
 An SSE response is kept twice: as the stream's text in `response.content.text` (what a HAR viewer shows), and
 event by event under `_eventSourceMessages` (the extension some HAR writers use for EventSource), each with its
-own time, id, type and data, in the order they passed. What HAR has no field for (how the exchange ended, whether
-an edit changed it, the MCP session) goes under `_mcptape`; HAR readers ignore fields that begin with `_`.
+own time, id, type and data, in the order they passed; `_resourceType` and `_error` are Chrome's own. What HAR has
+no field for (how the exchange ended, whether an edit changed it, the MCP session) goes under `_mcptape`; HAR
+readers ignore fields that begin with `_`.
 Bodies are the JSON the tape holds, written out again (a tape keeps parsed JSON, not its bytes); a body that was not
 JSON is kept as it came, base64 where it is not UTF-8.
 """
@@ -106,6 +107,7 @@ class _Entry:
                          "content": content, "redirectURL": http.get(response_headers, "location") or "",
                          "headersSize": -1, "bodySize": content["size"] if self.response else -1},
             "cache": {},
+            "_resourceType": "fetch",  # as Chrome's devtools label an MCP client's requests (fetch, even for SSE)
             "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0,
                         "wait": _ms(started, answered), "receive": _ms(answered or started, self.last_t)},
             "_mcptape": {"exchange": q.get("exchange"), "session": q.get("session") or r.get("session"),

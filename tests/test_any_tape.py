@@ -16,8 +16,8 @@ from mcptape.check import check
 from mcptape.check.diff import diff
 from mcptape.edits import Editor, dry_run, parse
 from mcptape.replay.recorded import load
-from mcptape.report import FORMATS, build, render
 from mcptape.replay.serve import Replayer
+from mcptape.report import FORMATS, build, render
 from mcptape.show import timeline
 from mcptape.tape import json_form, records
 from mcptape.tape.file import Reader

@@ -1,12 +1,13 @@
 """`mcptape export`: JSON and JSON Lines (`show --format json|jsonl` is the same), and HAR 1.2 read back by
-mitmproxy's own HAR reader and by haralyzer, a HAR parser from PyPI; SSE events kept in order with their times."""
+mitmproxy's own HAR reader and validated by hario-core (a HAR parser from PyPI whose pydantic models of HAR 1.2 and
+of Chrome's extensions check every field's type); SSE events kept in order with their times."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from haralyzer import HarParser
+from hario_core.parse import parse as parse_har
 from mitmproxy import io as mitm_io
 
 from mcptape.tape.file import read
@@ -34,7 +35,7 @@ def test_json_exports_are_shows_and_import_reads_them_back(real_tapes, tmp_path,
 
 
 @pytest.mark.parametrize("name", ["session", "stateless", "edited"])
-def test_har_opens_in_mitmproxy_and_in_haralyzer(real_tapes, tmp_path, name):
+def test_har_opens_in_mitmproxy_and_validates_in_hario_core(real_tapes, tmp_path, name):
     tape = real_tapes[name]
     har_file = tmp_path / f"{name}.har"
     export(tape, "har", "-o", str(har_file))
@@ -53,14 +54,14 @@ def test_har_opens_in_mitmproxy_and_in_haralyzer(real_tapes, tmp_path, name):
         if "msg" in request:
             assert json.loads(flow.request.content) == request["msg"]
 
-    parsed = HarParser(har)
-    [page] = parsed.pages  # haralyzer files entries without a page under one page of their own
-    assert len(page.entries) == len(entries)
-    for parsed_entry, entry in zip(page.entries, entries):
-        assert parsed_entry.request.method == entry["request"]["method"]
+    parsed = parse_har(har_file)  # every entry checked against the HAR 1.2 model (and Chrome's extensions)
+    assert parsed.version == "1.2" and len(parsed.entries) == len(entries)
+    for parsed_entry, entry, request in zip(parsed.entries, entries, requests):
+        assert parsed_entry.request.method == request["method"] and parsed_entry.resourceType == "fetch"
         assert parsed_entry.request.url == entry["request"]["url"] and parsed_entry.request.url.endswith("/mcp")
-        assert parsed_entry.status == entry["response"]["status"] and parsed_entry.time == entry["time"]
-        assert parsed_entry.startTime.timestamp() == pytest.approx(flows[0].request.timestamp_start, abs=60)
+        assert parsed_entry.response.status == entry["response"]["status"] and parsed_entry.time == entry["time"]
+        assert parsed_entry.startedDateTime.timestamp() == pytest.approx(request["t"], abs=0.001)
+        assert parsed_entry.timings.wait + parsed_entry.timings.receive == pytest.approx(entry["time"], abs=0.01)
 
     posted = {r["exchange"]: r.get("msg", {}) for r in requests}
     streams = [e for e in entries if e.get("_eventSourceMessages")]
@@ -95,3 +96,40 @@ def test_a_stdio_tape_is_refused_for_har_in_one_line(real_tapes, tmp_path):
                    "a stdio tape has no HTTP exchanges for a HAR; export it as json or jsonl")
     assert not out.exists()
     one_line_error(run_mcptape("export", str(tmp_path / "missing.mcptape"), "--format", "har"), "cannot open")
+
+
+def test_odd_exchanges_still_make_a_valid_har(tmp_path):
+    """No answer at all (the upstream was unreachable), a body that is not UTF-8, a query string, an SSE stream
+    whose bytes could not be read as SSE, an OAuth request that is not MCP."""
+    from mcptape.tape import records
+
+    from .conftest import write_tape
+
+    tape = write_tape(tmp_path / "odd.mcptape", [
+        records.capture_start(10.0, "t", {"modes": ["reverse:https://example.test:8443"]}, {}),
+        records.http_request(11.0, 0, 0, "POST", "/mcp", [["api_key", "<redacted:0123456789ab>"], ["x", "1 2"]],
+                             [["content-type", "application/json"]], None, None, True,
+                             records.body(b"\xff\xfe not json")),
+        records.end(11.5, 0, records.UPSTREAM_UNREACHABLE, "connection refused"),
+        records.http_request(12.0, 1, 0, "GET", "/mcp", [], [["accept", "text/event-stream"]], "s1", "2025-11-25",
+                             True, {}),
+        records.http_response(12.1, 1, 200, "OK", [["content-type", "text/event-stream"]], "s1", {}),
+        records.sse_raw(12.2, 1, b"\x1f\x8b broken gzip", "undecodable gzip"),
+        records.end(12.3, 1, records.UPSTREAM_RESET),
+        records.http_request(13.0, 2, 1, "GET", "/.well-known/oauth-authorization-server", [], [], None, None,
+                             False, {}),
+        records.http_response(13.1, 2, 404, "Not Found", [], None, {}),
+        records.end(13.1, 2, records.COMPLETE),
+    ])
+    out = tmp_path / "odd.har"
+    export(tape, "har", "-o", str(out))
+    entries = json.loads(out.read_text())["log"]["entries"]
+    unreachable, stream, oauth = entries
+    assert unreachable["request"]["url"] == "https://example.test:8443/mcp?api_key=%3Credacted%3A0123456789ab%3E&x=1+2"
+    assert unreachable["response"]["status"] == 0 and unreachable["response"]["_error"] == "connection refused"
+    assert unreachable["request"]["postData"]["text"] == "//4gbm90IGpzb24="  # base64 of the bytes as they came
+    assert stream["response"]["content"]["text"].endswith("broken gzip") and "_eventSourceMessages" not in stream
+    assert stream["_mcptape"]["end"] == "upstream-reset" and oauth["response"]["status"] == 404
+    assert len(parse_har(out).entries) == 3
+    assert [f.request.path for f in mitm_io.read_flows_from_paths([str(out)])] == [
+        "/mcp?api_key=%3Credacted%3A0123456789ab%3E&x=1+2", "/mcp", "/.well-known/oauth-authorization-server"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from .. import __version__
 from . import diagram
 from .tables import Table, clock, overview, tables
 
@@ -45,7 +46,8 @@ def render(report: dict) -> str:
     lines += list(findings(report))
     for t in tables(report):
         lines += list(table(t))
-    lines.append("Made by mcptape: `mcptape report`, `mcptape check` and `mcptape replay` read the tape again.")
+    lines.append(f"Made by mcptape {__version__} (`mcptape report`). `mcptape check` and `mcptape replay` take the "
+                 f"same tapes.")
     return "\n".join(lines) + "\n"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
+from .. import __version__
 from . import diagram
 from .tables import Table, clock, overview, tables
 
@@ -38,8 +39,8 @@ def render(report: dict) -> str:
     out += _findings(report)
     for t in tables(report):
         out += _table(t)
-    out.append('<p>Made by mcptape: <code>mcptape report</code>, <code>mcptape check</code> and '
-               '<code>mcptape replay</code> read the tape again.</p></body></html>')
+    out.append(f'<p>Made by mcptape {__version__} (<code>mcptape report</code>). <code>mcptape check</code> and '
+               f'<code>mcptape replay</code> take the same tapes.</p></body></html>')
     return "\n".join(out) + "\n"
 
 

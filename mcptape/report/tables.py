@@ -111,11 +111,12 @@ def _calls(report: dict) -> Table:
         rows.append([clock(report, c["t"]), session_label(session) if session else c["session"], c["dir"],
                      f"{c['method']}{ident}" + (f" {c['name']}" if c["name"] else ""), outcome,
                      _ms(c["duration_ms"]), ", ".join(notes)])
-    if len(calls) <= CALLS_LISTED:
-        note = ""
-    else:
-        note = (f"{len(listed)} of {len(calls)} calls matter (failed, unanswered, injected, asked by the server, "
-                f"a finding's or the handshake){'; the first ' + str(CALLS_LISTED) + ' are listed' if len(listed) > CALLS_LISTED else ''}"
-                f". The JSON report lists every call.")
+    note = ""
+    if len(calls) > CALLS_LISTED:
+        note = (f"{len(listed)} of {len(calls)} calls matter (the handshake, failed, unanswered, injected, asked by "
+                f"the server, or a finding's)")
+        if len(listed) > CALLS_LISTED:
+            note += f"; the first {CALLS_LISTED} are listed"
+        note += ". The JSON report lists every call."
     title = "Calls" if len(calls) <= CALLS_LISTED else "Calls that matter"
     return Table(title, ["Time", "Session", "Sent", "Call", "Outcome", "Took", "Notes"], rows, note)
