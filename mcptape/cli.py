@@ -202,6 +202,7 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     A stdio server (put this in the client's config in place of the server command):
       mcptape record -o 'server-{date}-{n}.mcptape' -- npx -y @modelcontextprotocol/server-everything
 
+    \b
     Live edits (the real server stays behind; mcptape changes what the client sees):
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
@@ -210,6 +211,8 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     sensitive keys (token, password, api_key…) and secret-shaped strings (bearer tokens, sk-… keys, JWTs…)
     in every message, stderr line and body. JSON-RPC ids, schemas, progress tokens, cursors and session ids are
     never touched. Keep a field as it is, or redact one more:
+
+    \b
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --keep-path /params/arguments/token_count --redact-path /result/structuredContent/email
 
