@@ -416,10 +416,12 @@ def _unredacted(tape: str):
 
 
 def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> str:
-    place = tape if number is None else f"{tape}#{number}"
+    fix = f"run: mcptape redact {tape} -o REDACTED.mcptape"
+    if number is None:
+        return f"{tape}: not redacted ({where}); {fix}"
     if rule == "not-redacted":
-        return f"{place}: not redacted: {where} (run: mcptape redact {tape} -o REDACTED.mcptape)"
-    return f"{place} {where}: still holds a secret ({rule}); run: mcptape redact {tape} -o REDACTED.mcptape"
+        return f"{tape}#{number} {where}: not redacted (a recording run without body redaction); {fix}"
+    return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
 
 
 @main.command()
@@ -645,7 +647,7 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
     from .tape import records
     from .tape.file import Reader, Writer
 
-    if os.path.exists(output) and os.path.samefile(source, output):
+    if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
         raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
     redactor = _redactor(redact_header, redact_path, keep_path)
     reader = Reader(source)
