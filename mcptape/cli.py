@@ -203,6 +203,7 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     A stdio server (put this in the client's config in place of the server command):
       mcptape record -o 'server-{date}-{n}.mcptape' -- npx -y @modelcontextprotocol/server-everything
 
+    \b
     Live edits (the real server stays behind; mcptape changes what the client sees):
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
@@ -211,6 +212,8 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     sensitive keys (token, password, api_key…) and secret-shaped strings (bearer tokens, sk-… keys, JWTs…)
     in every message, stderr line and body. JSON-RPC ids, schemas, progress tokens, cursors and session ids are
     never touched. Keep a field as it is, or redact one more:
+
+    \b
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --keep-path /params/arguments/token_count --redact-path /result/structuredContent/email
 
@@ -456,10 +459,12 @@ def _unredacted(tape: str):
 
 
 def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> str:
-    place = tape if number is None else f"{tape}#{number}"
+    fix = f"run: mcptape redact {tape} -o REDACTED.mcptape"
+    if number is None:
+        return f"{tape}: not redacted ({where}); {fix}"
     if rule == "not-redacted":
-        return f"{place}: not redacted: {where} (run: mcptape redact {tape} -o REDACTED.mcptape)"
-    return f"{place} {where}: still holds a secret ({rule}); run: mcptape redact {tape} -o REDACTED.mcptape"
+        return f"{tape}#{number} {where}: not redacted (a recording run without body redaction); {fix}"
+    return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
 
 
 def _write_output(chunks: Iterable[str], output: str | None) -> None:
@@ -778,7 +783,7 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
     from .tape import records
     from .tape.file import Reader, Writer
 
-    if os.path.exists(output) and os.path.samefile(source, output):
+    if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
         raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
     redactor = _redactor(redact_header, redact_path, keep_path)
     reader = Reader(source)

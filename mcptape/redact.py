@@ -52,10 +52,10 @@ PSEUDONYM = re.compile(r"<redacted:[0-9a-f]{12}>")
 # -- sensitive keys in JSON ------------------------------------------------------------------------------------
 # A key is split into words (camelCase, snake_case, kebab-case, dots): it is sensitive when one word, or two
 # neighbours run together, is a credential word. `maxTokens` is not (its word is "tokens"): token counts are data.
-SENSITIVE_WORDS = frozenset({
-    "token", "secret", "password", "passwd", "pwd", "passphrase", "apikey", "authorization", "cookie",
-    "privatekey", "secretkey", "accesskey", "credential", "credentials",
-})
+_WORDS_ALONE = ("token", "secret", "password", "passwd", "pwd", "passphrase", "authorization", "cookie", "credential",
+                "credentials")
+_WORD_PAIRS = (("api", "key"), ("private", "key"), ("secret", "key"), ("access", "key"))
+SENSITIVE_WORDS = frozenset({*_WORDS_ALONE, *(a + b for a, b in _WORD_PAIRS)})
 # Keys whose value is never touched, however they read: protocol state that replay, diff and check rely on.
 NEVER_KEYS = frozenset({"progressToken", "cursor", "nextCursor", "inputSchema", "outputSchema"})
 _PROTOCOL_KEYS = frozenset({"jsonrpc", "id", "method"})  # a message's own: never content
@@ -76,48 +76,52 @@ def key_is_sensitive(key: str) -> bool:
 
 # -- secret-shaped strings -------------------------------------------------------------------------------------
 # Each shape: its rule name, the literals (lower case) one of which starts every match, and the pattern, tried only
-# where a literal stands; the secret is its group `s`, and what is around it (a scheme, a key, a URL) stays. Finding
-# the literals is the cheap part (one search over the lowered text, most texts stop there); a pattern tried at a
-# few places is cheap too. A pattern searched across a whole text would cost that per character.
-def _shape(name: str, anchors: str, pattern: str) -> tuple[str, tuple[str, ...], re.Pattern]:
-    return name, tuple(anchors.split()), re.compile(pattern)
+# where a literal stands; the secret is its group `s`, and what is around it (a scheme, a key, a URL) stays. One
+# Aho-Corasick pass over the lowered text finds every literal (a regex alternation of fifty literals costs ten
+# times as much per character), most texts stop there, and a pattern tried at a few places is cheap.
+def _shape(name: str, anchors: Iterable[str], pattern: str) -> tuple[str, tuple[str, ...], re.Pattern]:
+    return name, tuple(anchors), re.compile(pattern)
 
 
-_KEY_WORDS = ("token secret password passwd pwd passphrase api_key api-key apikey private_key private-key privatekey "
-              "credentials credential authorization")
-_QUERY_WORDS = "access_token refresh_token id_token token code client_secret api_key apikey key password secret sig signature auth"
+_NOT_AFTER = r"(?<![A-Za-z0-9])"  # a token starts at a word's start
+# the credential words as they are written in text: `OPENAI_API_KEY=`, `aws_secret_access_key =`, `password:`
+_TEXT_KEYS = sorted({*_WORDS_ALONE, *(a + sep + b for a, b in _WORD_PAIRS for sep in ("", "_", "-"))})
+_QUERY_KEYS = sorted(DEFAULT_QUERY)
 SHAPES = (
-    _shape("private-key", "-----begin",
-           r"-----BEGIN[A-Z0-9 ]{0,32} PRIVATE KEY-----(?P<s>[\s\S]{1,16384}?)-----END[A-Z0-9 ]{0,32} PRIVATE KEY-----"),
-    _shape("bearer", "bearer", r"(?<![A-Za-z0-9])(?i:bearer)\s{1,8}(?P<s>[A-Za-z0-9._~+/-]{12,4096}=*)"),
-    _shape("jwt", "eyj", r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{5,2048}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]{0,2048})"),
-    _shape("sk-key", "sk-", r"(?<![A-Za-z0-9_-])(?P<s>sk-[A-Za-z0-9_-]{20,256})"),
-    _shape("stripe-key", "sk_live_ sk_test_ rk_live_ rk_test_", r"(?<![A-Za-z0-9])(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"),
-    _shape("aws-access-key", "akia asia abia acca", r"(?<![A-Za-z0-9])(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
-    _shape("google-api-key", "aiza", r"(?<![A-Za-z0-9])(?P<s>AIza[0-9A-Za-z_-]{35})"),
-    _shape("github-token", "ghp_ gho_ ghu_ ghs_ ghr_ github_pat_",
-           r"(?<![A-Za-z0-9])(?P<s>gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})"),
-    _shape("gitlab-token", "glpat- gldt- glptt- glrt-", r"(?<![A-Za-z0-9])(?P<s>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,64})"),
-    _shape("slack-token", "xox", r"(?<![A-Za-z0-9])(?P<s>xox[abposre]-[A-Za-z0-9-]{10,255})"),
-    _shape("url-password", "://", r"://[^/\s:@]{1,256}:(?P<s>[^/\s@<>]{1,256})@"),
-    _shape("url-query", " ".join(w + "=" for w in _QUERY_WORDS.split()),
-           r"(?<=[?&#;])(?i:" + "|".join(_QUERY_WORDS.split()) + r")=(?P<s>[^&#\s\"'<>]{1,2048})"),
-    _shape("assignment", _KEY_WORDS,
-           r"(?i:" + "|".join(re.escape(w) for w in _KEY_WORDS.split()) + r")[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
+    _shape("private-key", ["-----begin"], r"-----BEGIN[A-Z0-9 ]{0,32} PRIVATE KEY-----"
+           r"(?P<s>[\s\S]{1,16384}?)-----END[A-Z0-9 ]{0,32} PRIVATE KEY-----"),
+    _shape("bearer", ["bearer"], _NOT_AFTER + r"(?i:bearer)\s{1,8}(?P<s>[A-Za-z0-9._~+/-]{12,4096}=*)"),
+    _shape("jwt", ["eyj"],
+           r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{5,2048}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]{0,2048})"),
+    _shape("sk-key", ["sk-"], r"(?<![A-Za-z0-9_-])(?P<s>sk-[A-Za-z0-9_-]{20,256})"),
+    _shape("stripe-key", ["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+           _NOT_AFTER + r"(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"),
+    _shape("aws-access-key", ["akia", "asia", "abia", "acca"],
+           _NOT_AFTER + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
+    _shape("google-api-key", ["aiza"], _NOT_AFTER + r"(?P<s>AIza[0-9A-Za-z_-]{35})"),
+    _shape("github-token", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+           _NOT_AFTER + r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})"),
+    _shape("gitlab-token", ["glpat-", "gldt-", "glptt-", "glrt-"],
+           _NOT_AFTER + r"(?P<s>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,64})"),
+    _shape("slack-token", ["xox"], _NOT_AFTER + r"(?P<s>xox[abposre]-[A-Za-z0-9-]{10,255})"),
+    _shape("url-password", ["://"], r"://[^/\s:@]{1,256}:(?P<s>[^/\s@<>]{1,256})@"),
+    _shape("url-query", [k + "=" for k in _QUERY_KEYS],
+           r"(?<=[?&#;])(?i:" + "|".join(_QUERY_KEYS) + r")=(?P<s>[^&#\s\"'<>]{1,2048})"),
+    _shape("assignment", _TEXT_KEYS,
+           r"(?i:" + "|".join(re.escape(k) for k in _TEXT_KEYS) + r")[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
            r"(?:(?i:bearer|basic|token)\s{1,4})?(?P<s>[^\s\"'&,;<>]{4,1024})"),
 )
-# anchor -> the shapes it starts; one Aho-Corasick pass finds every anchor in a text (a regex alternation of
-# fifty literals costs ten times as much per character)
-_BY_ANCHOR: dict[str, list[tuple[str, re.Pattern]]] = {}
+_BY_ANCHOR: dict[str, list[tuple[str, re.Pattern]]] = {}  # anchor -> the shapes it starts
 for _name, _anchors, _pattern in SHAPES:
     for _anchor in _anchors:
         _BY_ANCHOR.setdefault(_anchor, []).append((_name, _pattern))
 _ANCHOR_LIST = list(_BY_ANCHOR)
 _ANCHORS = AhoCorasick(_ANCHOR_LIST)
 _SHORTEST = 8  # no secret shape fits in fewer characters: shorter strings are not scanned
-SENSITIVE_KEY, SENSITIVE_HEADER, SENSITIVE_QUERY, REDACT_PATH = "sensitive-key", "sensitive-header", "sensitive-query", "redact-path"
+SENSITIVE_KEY, SENSITIVE_HEADER, SENSITIVE_QUERY = "sensitive-key", "sensitive-header", "sensitive-query"
+REDACT_PATH = "redact-path"
 # what a tape's header lists (names, never values): the rules by name, documented in docs/redaction.md
-RULE_NAMES = [SENSITIVE_HEADER, SENSITIVE_QUERY, SENSITIVE_KEY, *(name for name, _, _ in SHAPES)]
+RULE_NAMES = [SENSITIVE_HEADER, SENSITIVE_QUERY, SENSITIVE_KEY, REDACT_PATH, *(name for name, _, _ in SHAPES)]
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
@@ -147,7 +151,7 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def is_pseudonym(value: Any) -> bool:
-    """A string that is a redaction pseudonym (`<redacted:…>`, or one behind an auth scheme: `Bearer <redacted:…>`)."""
+    """A redaction pseudonym: `<redacted:…>`, or one behind an auth scheme (`Bearer <redacted:…>`)."""
     if not isinstance(value, str):
         return False
     if PSEUDONYM.fullmatch(value):
@@ -239,12 +243,15 @@ Replace = Callable[[list, Any, str], Any]  # (path, value, rule) -> what goes in
 class _Walk:
     """One pass over a JSON value: each secret found goes to `replace` with its path and rule; what it returns
     takes its place. Containers are copied only where something changed. `keep`/`extra` are JSON pointers (as
-    lists, `*` for any one step) relative to each message: exempted, or redacted whole."""
+    lists, `*` for any one step) relative to each message: exempted, or redacted whole. `cached`: short texts
+    seen before (header values, method names, descriptions: a session repeats them) are not scanned again."""
 
-    __slots__ = ("replace", "keep", "extra")
+    __slots__ = ("replace", "keep", "extra", "cache")
 
-    def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = ()) -> None:
+    def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = (),
+                 cached: bool = False) -> None:
         self.replace, self.keep, self.extra = replace, keep, extra
+        self.cache: dict[str, str] | None = {} if cached else None
 
     def json(self, value: Any, path: list) -> Any:
         """A body: one message, a batch, or any JSON."""
@@ -269,7 +276,7 @@ class _Walk:
             if key in _PROTOCOL_KEYS or key in NEVER_KEYS:
                 continue
             path.append(key)
-            new = self.value(item, path, base, False)
+            new = self.value(item, path, base, isinstance(key, str) and key_is_sensitive(key))
             path.pop()
             if new is not item:
                 out = out or dict(value)
@@ -320,15 +327,22 @@ class _Walk:
         return SENSITIVE_KEY
 
     def text(self, value: str, path: list) -> str:
+        cache = self.cache
+        if cache is not None and (seen := cache.get(value)) is not None:
+            return seen
         spans = _spans(value)
-        if not spans:
-            return value
-        parts, last = [], 0
-        for start, end, rule in spans:
-            parts += [value[last:start], self.replace(path, value[start:end], rule)]
-            last = end
-        parts.append(value[last:])
-        return "".join(parts)
+        if spans:
+            parts, last = [], 0
+            for start, end, rule in spans:
+                parts += [value[last:start], self.replace(path, value[start:end], rule)]
+                last = end
+            parts.append(value[last:])
+            redacted = "".join(parts)
+        else:
+            redacted = value
+        if cache is not None and len(value) <= 512 and len(cache) < 4096:
+            cache[value] = redacted
+        return redacted
 
 
 def _hits(pointer: list[str], path: list) -> bool:
@@ -346,14 +360,13 @@ class Redactor:
 
         self.enabled = enabled
         self.extra_headers = sorted({h.strip().lower() for h in extra_headers})
-        self.headers_named = DEFAULT_HEADERS | set(self.extra_headers)
         self.keep_paths = list(keep_paths)
         self.redact_paths = list(redact_paths)
         self._key = secrets.token_bytes(32)
         self._cache: dict[str, str] = {}
         self._walk = _Walk(lambda path, value, rule: self.pseudonym(value),
                            [pointer.parse(p, "--keep-path") for p in self.keep_paths],
-                           [pointer.parse(p, "--redact-path") for p in self.redact_paths])
+                           [pointer.parse(p, "--redact-path") for p in self.redact_paths], cached=True)
         self._names: dict[str, dict[str, object]] = {"headers": {}, "query": {}}  # name -> how its value is treated
 
     def pseudonym(self, secret: str) -> str:
@@ -366,8 +379,7 @@ class Redactor:
         return found
 
     def header_is_secret(self, name: str) -> bool:
-        name = name.lower()
-        return name in self.headers_named or bool(_SECRET_NAME.search(name))
+        return _header_is_secret(name) or name.lower() in self.extra_headers
 
     def query_is_secret(self, name: str) -> bool:
         return _query_is_secret(name)
