@@ -22,6 +22,7 @@ from mcptape.tape.file import read
 from .conftest import MCPTAPE, run_mcptape, write_tape
 from .test_cli import one_line_error
 from .test_redact import GITHUB, JWT
+from .test_redaction import client_secrets, record_session, secret_server, server_secrets  # noqa: F401 (a fixture)
 
 API_KEY = "canary-api-key-7f3a9c2e5b1d"  # a value under a sensitive key: no shape, only its key says it is secret
 CANARIES = (GITHUB, JWT, API_KEY, "sk-live-canary-0123456789abcdef")
@@ -180,19 +181,45 @@ def test_a_tape_holding_a_secret_is_refused_unless_told(tmp_path):
     assert members(bug)["tapes/secret.mcptape"] == Path(tape).read_bytes()
 
 
+def _everything(tape: str, folder: Path) -> dict[str, str | bytes]:
+    """Every report format, every export and every file of a bundle of a tape."""
+    outputs: dict[str, str | bytes] = {}
+    for fmt in ("md", "html", "mermaid", "json"):
+        outputs[f"report {fmt}"] = run_mcptape("report", tape, "--format", fmt).stdout
+    for fmt in ("json", "jsonl", "har"):
+        outputs[f"export {fmt}"] = run_mcptape("export", tape, "--format", fmt).stdout
+    bug = folder / "everything.zip"
+    bundle(tape, "-o", str(bug), "--force")  # nothing to refuse
+    outputs.update({f"bundle {n}": d for n, d in members(bug).items()})
+    assert all(len(text) > 100 for text in outputs.values())
+    return outputs
+
+
 def test_no_canary_reaches_a_report_an_export_or_a_bundle_of_a_redacted_tape(tmp_path):
     redacted = tmp_path / "redacted.mcptape"
     assert run_mcptape("redact", _secret_tape(tmp_path / "secret.mcptape"), "-o", str(redacted)).returncode == 0
-    outputs = {}
-    for fmt in ("md", "html", "mermaid", "json"):
-        outputs[f"report {fmt}"] = run_mcptape("report", str(redacted), "--format", fmt).stdout
-    for fmt in ("json", "jsonl", "har"):
-        outputs[f"export {fmt}"] = run_mcptape("export", str(redacted), "--format", fmt).stdout
-    bundle(str(redacted), "-o", str(tmp_path / "bug.zip"))  # nothing to refuse
-    outputs.update({f"bundle {n}": d for n, d in members(tmp_path / "bug.zip").items()})
-    assert all(len(text) > 100 for text in outputs.values())
+    outputs = _everything(str(redacted), tmp_path)
     assert {name: _canaries_in(text) for name, text in outputs.items()} == {name: [] for name in outputs}
     assert "login" in outputs["report md"] and "<redacted:" in outputs["export har"]  # redacted, not dropped
+
+
+def test_no_canary_of_a_real_recording_reaches_a_report_an_export_or_a_bundle(secret_server, record, tmp_path):
+    """The redaction tests' canaries (a real SDK client and server, through `mcptape record`): a bearer header, a
+    query key, a tool argument, a form body, a tool result, a resource, a log notification, a stderr line."""
+    held = client_secrets()
+    canaries = [*held.values(), *server_secrets("one")]
+    tape, _ = record_session(secret_server, record, "one", held)
+    outputs = _everything(str(tape), tmp_path)
+    assert {name: [c for c in canaries if c in (text if isinstance(text, str) else text.decode("utf-8", "replace"))]
+            for name, text in outputs.items()} == {name: [] for name in outputs}
+    assert "tools/call #" in outputs["report md"] and "login" in outputs["report md"]
+
+    unredacted, _ = record_session(secret_server, record, "one", held, "--no-redact")
+    bug = tmp_path / "bug.zip"
+    one_line_error(run_mcptape("bundle", str(unredacted), "-o", str(bug)), "the tapes still hold")
+    bundle(str(unredacted), "-o", str(bug), "--redact")
+    for name, data in members(bug).items():
+        assert [c for c in canaries if c.encode() in data] == [], name
 
 
 @pytest.mark.parametrize("bad", ["dir", "missing-dir"])
