@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -26,6 +27,12 @@ from .wire import http, sse
 
 class NotHttp(ValueError):
     """The tape holds no HTTP to put into a HAR (a stdio tape)."""
+
+
+def _seconds(record: dict, otherwise: float = 0.0) -> float:
+    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
+    t = record.get("t")
+    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
 
 
 def _when(t: float) -> str:
@@ -69,7 +76,7 @@ class _Entry:
         self.events: list[dict] = []
         self.stream: list[bytes] = []
         self.end: dict | None = None
-        self.last_t = request.get("t", 0.0)
+        self.last_t = _seconds(request)
         self.scheme, self.host = origin
 
     def to_har(self) -> dict:
@@ -78,7 +85,7 @@ class _Entry:
         host = http.get(headers, "host") or self.host or "localhost"
         query = q.get("query") or []
         url = f"{self.scheme}://{host}{q.get('path') or '/'}" + (f"?{urlencode([tuple(p) for p in query])}" if query else "")
-        started = q.get("t", 0.0)
+        started = _seconds(q)
         text, encoding = _body(q)
         request = {"method": q.get("method", ""), "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
                    "headers": _pairs(headers), "queryString": _pairs(query), "headersSize": -1,
@@ -97,7 +104,7 @@ class _Entry:
         content = {"size": len(text.encode()), "mimeType": mime, "text": text}
         if encoding:
             content["encoding"] = encoding
-        answered = r.get("t")
+        answered = _seconds(r) if self.response else None
         entry = {
             "startedDateTime": _when(started),
             "time": _ms(started, self.last_t),
@@ -142,7 +149,7 @@ def entries(items: Iterable[dict]) -> Iterator[dict]:
         entry = open_.get(exchange)
         if entry is None:
             continue
-        entry.last_t = record.get("t", entry.last_t)
+        entry.last_t = _seconds(record, entry.last_t)
         if kind == records.HTTP_RESPONSE:
             entry.response = record
         elif kind == records.SSE_EVENT:
@@ -150,7 +157,7 @@ def entries(items: Iterable[dict]) -> Iterator[dict]:
         elif kind == records.END:
             entry.end = record
             del open_[exchange]
-    done.sort(key=lambda e: (e.request.get("t", 0.0), e.request.get("exchange", 0)))
+    done.sort(key=lambda e: (_seconds(e.request), e.request.get("exchange", 0)))
     for entry in done:
         yield entry.to_har()
 
@@ -161,7 +168,7 @@ def _event(entry: _Entry, record: dict) -> None:
         return
     event = records.wire_event(record)
     entry.stream.append(sse.encode(event))
-    message = {"time": record.get("t"), "eventName": event.event or "message", "eventId": event.id or "",
+    message = {"time": _seconds(record), "eventName": event.event or "message", "eventId": event.id or "",
                "data": event.data or ""}
     if event.retry is not None:
         message["_retry"] = event.retry

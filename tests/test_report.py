@@ -9,10 +9,14 @@ import os
 import re
 import shutil
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
+from mcptape import har
 from mcptape.report import build, diagram, render
 from mcptape.tape import records
+from mcptape.tape.file import Reader
+from mcptape.wire import sse
 
 from .conftest import BIN, run_mcptape, write_tape
 from .test_cli import one_line_error
@@ -151,3 +155,22 @@ def test_the_readme_examples_run_as_written(real_tapes, tmp_path):
         assert done.returncode == 0, (line, done.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bug.zip", "report.html", "report.json", "report.md",
                                                           "run.har", "run.jsonl", "run.mcptape"]
+
+
+def test_times_held_as_exact_decimals(tmp_path):
+    """A tape imported from JSON may hold its times as exact decimals: the report and the HAR still read them."""
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow"}}
+    tape = write_tape(tmp_path / "decimal.mcptape", [
+        records.capture_start(Decimal("1.5"), "t", {}, {}),
+        records.http_request(Decimal("2.25"), 0, 0, "POST", "/mcp", [], [], "s1", "2025-11-25", True, {"msg": request}),
+        records.http_response(Decimal("2.5"), 0, 200, "OK", [["content-type", "text/event-stream"]], "s1", {}),
+        records.sse_event(Decimal("2.75"), 0, sse.Event(data=json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}))),
+        records.end(Decimal("3"), 0, records.COMPLETE),
+        records.http_request(Decimal("4"), 1, 0, "POST", "/mcp", [], [], "s1", "2025-11-25", True,
+                             {"msg": {**request, "id": 2}}),
+        records.end(Decimal("4.5"), 1, records.UPSTREAM_RESET),
+    ])
+    data = build([tape])
+    assert [c["duration_ms"] for c in data["calls"]] == [500.0, None] and data["findings"]
+    assert all(render(data, fmt) for fmt in ("md", "html", "mermaid", "json"))
+    assert [e["time"] for e in har.document(Reader(tape))["log"]["entries"]] == [750.0, 500.0]

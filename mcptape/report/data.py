@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 from ..check import check
@@ -36,8 +37,7 @@ class _Watch(Observer):
 
     def record(self, seen: Seen, model: Model) -> None:
         record = seen.record
-        t = seen.t if isinstance(seen.t, (int, float)) else self.now
-        self.now = t
+        t = self.now = _seconds(seen.t, self.now)
         tape = self.tapes.get(seen.tape)
         if tape is None:
             tape = self.tapes[seen.tape] = {"path": seen.tape, "records": 0, "start": t, "end": t}
@@ -76,11 +76,11 @@ class _Watch(Observer):
         elif call.cancel is not None:
             outcome = "cancelled"
         self._peers(call, response)
-        answered_at = self.now if call.answered else None
+        t = _seconds(call.t, self.now)
         self.calls.append({
             "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
-            "name": _name(call.request), "record": call.seq, "t": call.t, "response_record": call.response_seq,
-            "duration_ms": None if answered_at is None else round((answered_at - call.t) * 1000, 3),
+            "name": _name(call.request), "record": call.seq, "t": t, "response_record": call.response_seq,
+            "duration_ms": round((self.now - t) * 1000, 3) if call.answered else None,
             "outcome": outcome, "error": error, "status": status, "progress": len(call.progress),
             "injected": call.injected or (call.exchange is not None and call.exchange.injected),
         })
@@ -101,6 +101,11 @@ class _Watch(Observer):
                 self.peers[side] = " ".join(str(x) for x in (info.get("name"), info.get("version")) if x)
 
 
+def _seconds(t: Any, otherwise: float) -> float:
+    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
+    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
+
+
 def _name(request: dict | None) -> str | None:
     """What a call is about beyond its method: the tool, prompt or resource named."""
     params = request.get("params") if isinstance(request, dict) else None
@@ -114,7 +119,7 @@ def _name(request: dict | None) -> str | None:
 
 def _session(session: Session, calls: Counter) -> dict:
     def step(transition):
-        return None if transition is None else {**transition.to_json(), "t": transition.t}
+        return None if transition is None else {**transition.to_json(), "t": _seconds(transition.t, 0.0)}
 
     return {"label": session.label, "tape": session.tape, "transport": session.transport, "version": session.version,
             "opened": step(session.opened), "dead": step(session.dead), "ended": step(session.ended),

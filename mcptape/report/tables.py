@@ -22,7 +22,7 @@ def clock(report: dict, t: float | None) -> str:
     """A time as seconds after the first record of the report."""
     if t is None or report["start"] is None:
         return ""
-    return f"+{t - report['start']:.3f} s"
+    return f"+{float(t) - report['start']:.3f} s"  # float: a tape imported from JSON may hold exact decimals
 
 
 def _ms(value: float | None) -> str:
