@@ -19,6 +19,7 @@ from ..wire import jsonrpc
 
 FORMAT = 1
 EXCERPT_CHARS = 4000  # a message longer than this is cut in an excerpt (the tape keeps it whole)
+_KEPT = frozenset({records.HTTP_RESPONSE, records.END, records.EDIT, records.STDIO_EXIT})  # records counted or listed
 
 
 class _Watch(Observer):
@@ -34,16 +35,22 @@ class _Watch(Observer):
         self.peers: dict[str, str] = {}
         self.sessions: list[Session] = []
         self.now = 0.0  # the time of the record being read: a call settled now was answered now
+        self._tape: str | None = None  # the tape being read, and its last record's number
+        self._seq = 0
 
     def record(self, seen: Seen, model: Model) -> None:
+        # runs for every record: the common case costs a comparison or two
+        t = seen.t if type(seen.t) is float else _seconds(seen.t, self.now)
+        if seen.tape != self._tape:
+            self._end_tape()
+            self._tape = seen.tape
+            self.tapes[seen.tape] = {"path": seen.tape, "records": 0, "start": t, "end": t}
+        self.now = t
+        self._seq = seen.seq
+        kind = seen.record.get("kind")
+        if kind not in _KEPT:
+            return None
         record = seen.record
-        t = self.now = _seconds(seen.t, self.now)
-        tape = self.tapes.get(seen.tape)
-        if tape is None:
-            tape = self.tapes[seen.tape] = {"path": seen.tape, "records": 0, "start": t, "end": t}
-        tape["records"] += 1
-        tape["end"] = t
-        kind = record.get("kind")
         if kind == records.HTTP_RESPONSE:
             self.statuses[str(record.get("status"))] += 1
         elif kind == records.END:
@@ -51,10 +58,14 @@ class _Watch(Observer):
         elif kind == records.EDIT:
             self.edits.append({"tape": seen.tape, "record": seen.seq, "t": t, "edits": record.get("edits") or [],
                                "detail": record.get("detail"), "session": seen.session.label if seen.session else None})
-        elif kind == records.STDIO_EXIT:
+        else:
             self.exits.append({"tape": seen.tape, "record": seen.seq, "code": record.get("code"),
                                "signal": record.get("signal"), "error": record.get("error")})
         return None
+
+    def _end_tape(self) -> None:
+        if self._tape is not None:
+            self.tapes[self._tape].update(records=self._seq + 1, end=self.now)
 
     def call(self, call: Call, model: Model) -> None:
         response = call.response
@@ -87,6 +98,7 @@ class _Watch(Observer):
         return None
 
     def finish(self, model: Model) -> tuple:
+        self._end_tape()
         self.sessions = list(model.sessions.values())
         return ()
 
