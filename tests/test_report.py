@@ -71,6 +71,7 @@ def test_a_2026_stateless_conversation(real_tapes):
     assert data["findings"] == [] and data["statuses"] == {"200": 4}
     md = render(data, "md")
     assert "| (no session, conn" in md and "no session on this wire" in md and "alive at the end" not in md
+    assert "**Sessions**: 0 (2 connection(s) without a session)" in md
     assert "C->>S: tools/call #35;2 add" in md and "S-->>C: result #35;2" in md
     page = render(data, "html")
     assert page.count("<svg") == 1 and "tools/call #2 add" in page

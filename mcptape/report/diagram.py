@@ -102,11 +102,16 @@ def steps(report: dict) -> list[Step]:
     return _fold(events)
 
 
+def sessionless(session: dict) -> bool:
+    """No session on the wire (2026-07-28, or a server that hands out none): the model names one per connection."""
+    return session["label"].startswith(("stateless:", "sessionless:"))
+
+
 def session_label(session: dict) -> str:
     label = session["label"]
     if session["transport"] == "stdio":
         return "stdio" + label[label.rfind("#"):]
-    if label.startswith(("stateless:", "sessionless:")):  # no session on the wire: the model's per-connection label
+    if sessionless(session):
         return f"(no session, {label[label.rfind(':') + 1:]})"
     return label[:8] + ("…" if len(label) > 8 else "")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .diagram import matters, session_label
+from .diagram import matters, session_label, sessionless
 
 CALLS_LISTED = 100  # the calls that matter, listed one by one (the JSON has them all)
 
@@ -37,12 +37,14 @@ def overview(report: dict) -> list[tuple[str, str]]:
     transports = sorted({f"{x['transport']}" + (f" {x['version']}" if x["version"] else "")
                          for x in report["sessions"]})
     peers = report.get("peers") or {}
+    connections = sum(sessionless(x) for x in report["sessions"])
     rows = [("Tapes", tapes), ("Recorded over", lasted)]
     if peers:
         rows.append(("Peers", ", ".join(f"{side} {name}" for side, name in sorted(peers.items()))))
     rows += [
         ("Transports", ", ".join(transports) or "none"),
-        ("Sessions", str(s["sessions"])),
+        ("Sessions", f"{len(report['sessions']) - connections}"
+                     + (f" ({connections} connection(s) without a session)" if connections else "")),
         ("Calls", f"{s['calls']} ({s['failed_calls']} without a plain result)"),
         ("Findings", f"{s['error']} error(s), {s['warning']} warning(s), {s['info']} info"),
         ("Edits fired", str(s["edits"])),
@@ -79,7 +81,7 @@ def _sessions(report: dict) -> Table:
         if s["unknown"]:
             life.insert(0, "never opened in the tape")
         opened = clock(report, s["opened"]["t"]) if s["opened"] else ""
-        alive = "no session on this wire" if s["label"].startswith(("stateless:", "sessionless:")) else "alive at the end"
+        alive = "no session on this wire" if sessionless(s) else "alive at the end"
         rows.append([session_label(s), s["transport"], s["version"] or "", opened, "; ".join(life) or alive,
                      str(s["calls"])])
     return Table("Sessions", ["Session", "Transport", "Revision", "Opened", "Then", "Calls"], rows)
