@@ -48,23 +48,16 @@ def _names(paths: list[str]) -> list[str]:
     return out
 
 
-def _copy(path: str, target: str, redactor=None) -> int:
-    """A tape copied record by record (redacted on the way with a redactor), as the Writer writes tapes."""
-    from .tape import records as kinds
+def _copy(path: str, target: str, redactor=None) -> None:
+    """A tape copied record by record, redacted on the way with a redactor (as `mcptape redact` does)."""
+    from .redact import redacted_tape
     from .tape.file import Writer
 
     reader = Reader(path)
-    header = reader.header if redactor is None else {**reader.header, "redaction": redactor.describe()}
-    count = 0
+    header, items = (reader.header, reader) if redactor is None else redacted_tape(reader.header, reader, redactor)
     with Writer(target, header, "force") as writer:
-        for record in reader:
-            if redactor is not None:
-                if record.get("kind") == kinds.CAPTURE_START:
-                    record = {**record, "redaction": redactor.describe()}
-                record = redactor.record(record)
+        for record in items:
             writer.write(record)
-            count += 1
-    return count
 
 
 def make(paths: list[str], output: str, redact: bool = False, allow_secrets: bool = False) -> list[str]:
@@ -89,8 +82,8 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
         for path, tape in zip(paths, tapes):
             _copy(path, tape, redactor)
         inside = [f"{TAPES}{name}.mcptape" for name in names]  # what the tapes are called in the bundle
+        called = dict(zip(tapes, inside))
         if redact and not allow_secrets and (found := list(secrets(tapes))):
-            called = dict(zip(tapes, inside))
             raise Refused(_where([(called[t], n, p, r) for t, n, p, r in found], redacted=True))
         files: dict[str, Iterable[str] | str] = dict(zip(inside, tapes))
         data = build(tapes, inside)
@@ -109,7 +102,6 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
             entries.sort(key=lambda e: e["startedDateTime"])
             files["report.har"] = [json_form.dumps({"log": {**har.document([])["log"], "entries": entries}},
                                                    indent=1), "\n"]
-        called = dict(zip(tapes, inside))
         findings = [replace(f, tape=called[f.tape]) for f in check(tapes)]
         files["findings.json"] = [json_form.dumps(findings_report.as_json(findings, inside), indent=1), "\n"]
         files["README.md"] = [_readme(os.path.basename(output), names, data, "report.har" in files, redact)]

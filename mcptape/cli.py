@@ -780,20 +780,18 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
       mcptape redact run.mcptape -o shared.mcptape --redact-path /result/structuredContent/email
       mcptape check shared.mcptape --require-redacted
     """
-    from .tape import records
+    from .redact import redacted_tape
     from .tape.file import Reader, Writer
 
     if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
         raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
     redactor = _redactor(redact_header, redact_path, keep_path)
     reader = Reader(source)
-    header = {**reader.header, "redaction": redactor.describe()}
+    header, redacted = redacted_tape(reader.header, reader, redactor)
     count = 0
     with Writer(output, header, "force" if force else "new") as writer:
-        for record in reader:
-            if record.get("kind") == records.CAPTURE_START:
-                record = {**record, "redaction": redactor.describe()}
-            writer.write(redactor.record(record))
+        for record in redacted:
+            writer.write(record)
             count += 1
     if reader.truncated:
         click.echo(f"mcptape: {source}: tape is truncated ({reader.truncated}); redacted the {count} complete "
