@@ -22,7 +22,7 @@ from .tape.file import Reader
 
 
 class Refused(ValueError):
-    """The tapes hold secrets; the message says where (one line per place, the first few)."""
+    """The tapes hold secrets; the message (one line) says how many and where the first is, never what."""
 
 
 def secrets(paths: list[str]) -> Iterator[tuple[str, int, str, str]]:
@@ -105,7 +105,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
         findings = [replace(f, tape=called[f.tape]) for f in check(tapes)]
         files["findings.json"] = [json_form.dumps(findings_report.as_json(findings, inside), indent=1), "\n"]
         files["README.md"] = [_readme(os.path.basename(output), names, data, "report.har" in files, redact)]
-        _write(output, files, work)
+        _write(output, files)
         return list(files)
 
 
@@ -118,7 +118,7 @@ def _where(found: list[tuple[str, int, str, str]], redacted: bool = False) -> st
             f"--allow-secrets bundles them as they are")
 
 
-def _write(output: str, files: dict, work: str) -> None:
+def _write(output: str, files: dict) -> None:
     """The zip, written beside its destination and moved there whole."""
     part = os.path.join(os.path.dirname(os.path.abspath(output)), f".{os.path.basename(output)}.part")
     try:
