@@ -11,6 +11,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import click
@@ -96,6 +97,30 @@ def _edit_options(command):
                              "mcptape help edits).")(command)
 
 
+def _redact_options(command):
+    command = click.option("--keep-path", multiple=True, metavar="POINTER",
+                           help="Never redact this part of a message (JSON pointer, * for any one step, "
+                                "e.g. /params/arguments/token_count; repeatable).")(command)
+    command = click.option("--redact-path", multiple=True, metavar="POINTER",
+                           help="Also redact this part of every message (JSON pointer, * for any one step, "
+                                "e.g. /result/content/*/text; repeatable).")(command)
+    return click.option("--redact-header", multiple=True, metavar="NAME",
+                        help="Also redact this header (repeatable).")(command)
+
+
+def _redactor(redact_header, redact_path, keep_path, no_redact=False):
+    from .redact import Redactor
+
+    try:
+        redactor = Redactor(redact_header, not no_redact, keep_path, redact_path)
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    if no_redact:
+        click.echo("mcptape: warning: --no-redact: secrets (credentials, tokens, keys in messages) will be written "
+                   "into the tape as they are; do not share it", err=True)
+    return redactor
+
+
 def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, live: bool = False):
     """The edits given, parsed and checked against where they will run; None when there are none."""
     if not edit and not edits_file:
@@ -173,8 +198,8 @@ def _host_for_url(host: str) -> str:
               help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
                    "for clients that can only be pointed at a proxy.")
 @click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
-@click.option("--redact-header", multiple=True, metavar="NAME", help="Also redact this header (repeatable).")
-@click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
+@_redact_options
+@click.option("--no-redact", is_flag=True, help="Record everything as it is, secrets included (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
 @click.option("--verbose", is_flag=True, help="Also print mitmproxy's own log (connections, streams) on stderr.")
 @click.option("-q", "--quiet", is_flag=True,
@@ -182,8 +207,8 @@ def _host_for_url(host: str) -> str:
 @_colour_option
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
-def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose,
-           quiet, colour, edit, edits_file, command):
+def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
+           no_redact, insecure, verbose, quiet, colour, edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -206,16 +231,26 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     terminal, and never for a stdio server, whose stderr is its own. To watch from another terminal: mcptape
     show --follow FILE.
 
+    Secrets are redacted before anything is written: credentials in headers and query strings, values under
+    sensitive keys (token, password, api_key…) and secret-shaped strings (bearer tokens, sk-… keys, JWTs…)
+    in every message, stderr line and body. JSON-RPC ids, schemas, progress tokens, cursors and session ids are
+    never touched. Keep a field as it is, or redact one more:
+
+    \b
+      mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
+        --keep-path /params/arguments/token_count --redact-path /result/structuredContent/email
+
     Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
     server exits, and exits with the server's status.
     """
     if append and force:
         raise Failure("--append and --force contradict each other; give one")
     write_mode = "append" if append else "force" if force else "new"
+    redactor = _redactor(redact_header, redact_path, keep_path, no_redact)
     if command:
         if upstream or mode:
             raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
-        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True))
+        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True), redactor)
         return
     if output is None:
         raise Failure("-o FILE is required: where should the tape go?")
@@ -228,11 +263,11 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
     editor = _editor(edit, edits_file, live=True)
     live = not quiet and click.get_text_stream("stderr").isatty()
-    _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
+    _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None)
 
 
-def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None) -> None:
+def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
     """Stand in for a stdio server. Nothing but the server's own bytes may reach stdout."""
     from . import TOOL
     from .capture.stdio import StartError, StdioRecorder
@@ -245,13 +280,13 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
     if directory and not os.path.isdir(directory):
         raise Failure(f"MCPTAPE_DIR={directory} is not a directory")
     try:
-        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", records.header(time.time(), TOOL),
-                                      directory, write_mode)
+        header = records.header(time.time(), TOOL, redactor.describe() if redactor else None)
+        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", header, directory, write_mode)
     except TapeError as e:
         raise Failure(str(e)) from None
     with writer:
         try:
-            code = StdioRecorder(argv, writer, editor).run()
+            code = StdioRecorder(argv, writer, editor, redactor).run()
         except StartError as e:
             click.echo(f"mcptape: {e}", err=True)
             raise SystemExit(e.code) from None
@@ -262,7 +297,7 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
     raise SystemExit(code)
 
 
-def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
+def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  edits: list[str], live_colour: bool | None):
     """live_colour: None for no live view, else whether it is coloured."""
     host, port = _parse_listen(listen)
@@ -272,8 +307,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         raise Failure(f"-o {output}: not a file in an existing directory")
     settings: dict = {
         "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
-        "mcptape_force": write_mode == "force", "mcptape_redact_header": list(redact_header),
-        "mcptape_no_redact": no_redact, "mcptape_record_all": record_all, "ssl_insecure": insecure,
+        "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
+        "mcptape_no_redact": not redactor.enabled, "mcptape_redact_path": redactor.redact_paths,
+        "mcptape_keep_path": redactor.keep_paths, "mcptape_record_all": record_all, "ssl_insecure": insecure,
         "mcptape_edit": edits,
     }
     path = ""
@@ -287,8 +323,6 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
     else:
         settings["mode"] = ["regular"]
     _check_free(host, port)
-    if no_redact:
-        click.echo("mcptape: warning: --no-redact: credentials will be written into the tape as they are", err=True)
 
     import asyncio
 
@@ -471,12 +505,55 @@ def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
 
 
 @main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "har"]), required=True,
+              help="json: one document; jsonl: the header line, then one record per line (`mcptape import` reads "
+                   "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (default: stdout).")
+def export(tape, fmt, output):
+    """Write a tape in a format other tools read.
+
+    \b
+    Examples:
+      mcptape export run.mcptape --format har -o run.har
+      mcptape export run.mcptape --format json -o run.json
+      mcptape export big.mcptape --format jsonl | grep tools/call
+    """
+    _export(tape, fmt, output)
+
+
+def _export(tape: str, fmt: str, output: str | None) -> None:
+    from .tape import json_form
+    from .tape.file import Reader
+
+    reader = Reader(tape)
+    if fmt == "har":
+        from . import har
+
+        try:
+            chunks = [json_form.dumps(har.document(reader), indent=1) + "\n"]
+        except har.NotHttp as e:
+            raise Failure(f"{tape}: {e}") from None
+    elif fmt == "json":
+        chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
+    else:
+        chunks = (line + "\n" for line in json_form.lines(reader.header, reader))
+    _write_output(chunks, output)
+    _warn_truncated(tape, reader.truncated, reader.count, "exported")
+
+
+
+
+@main.command()
 @click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding is at or above this severity.")
+@click.option("--require-redacted", is_flag=True,
+              help="Exit 1 when a tape was recorded without redaction or still holds a secret (named by record "
+                   "and JSON pointer).")
 @_colour_option
-def check(tapes, fmt, fail_on, colour):
+def check(tapes, fmt, fail_on, require_redacted, colour):
     """Flag protocol faults in tapes, each with the spec clause it rests on.
 
     Several tapes are checked together as one history, in the order given.
@@ -486,13 +563,17 @@ def check(tapes, fmt, fail_on, colour):
       mcptape check run.mcptape
       mcptape check yesterday.mcptape today.mcptape --format json
       mcptape check run.mcptape --format sarif > mcptape.sarif
+      mcptape check run.mcptape --require-redacted     # before attaching it to a bug report
     """
     from .check import at_or_above
     from .check import check as run_check
     from .check import report
 
-    findings = list(run_check(list(tapes)))
-    code = _exit_with(1 if any(at_or_above(f.severity, fail_on) for f in findings) else 0)
+    tapes = _tapes(tapes)
+    findings = list(run_check(tapes))
+    unredacted = [(tape, *problem) for tape in tapes for problem in _unredacted(tape)] if require_redacted else []
+    failed = unredacted or any(at_or_above(f.severity, fail_on) for f in findings)
+    code = _exit_with(1 if failed else 0)
     if fmt == "text":
         from .show import ERROR, WARNING, paint
 
@@ -500,12 +581,130 @@ def check(tapes, fmt, fail_on, colour):
         for line in report.text(findings, list(tapes)):  # a finding's first line starts with its severity
             tone = {"error": ERROR, "warning": WARNING}.get(line.split(" ", 1)[0])
             click.echo(paint(line, tone, colour), color=colour)
+        for tape, number, where, rule in unredacted:
+            click.echo(_unredacted_line(tape, number, where, rule))
     else:
         from .tape import json_form
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        if fmt == "json" and require_redacted:
+            doc["unredacted"] = [{"tape": tape, "record": number, "pointer": where, "rule": rule}
+                                 for tape, number, where, rule in unredacted]
+        elif unredacted:
+            for tape, number, where, rule in unredacted:
+                click.echo(_unredacted_line(tape, number, where, rule), err=True)
         click.echo(json_form.dumps(doc, indent=1))
     raise SystemExit(code)
+
+
+def _unredacted(tape: str):
+    from .redact import unredacted
+    from .tape.file import Reader
+
+    reader = Reader(tape)
+    return unredacted(reader.header, reader)
+
+
+def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> str:
+    fix = f"run: mcptape redact {tape} -o REDACTED.mcptape"
+    if number is None:
+        return f"{tape}: not redacted ({where}); {fix}"
+    if rule == "not-redacted":
+        return f"{tape}#{number} {where}: not redacted (a recording run without body redaction); {fix}"
+    return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
+
+
+def _write_output(chunks: Iterable[str], output: str | None) -> None:
+    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout."""
+    if output is None:
+        for chunk in chunks:
+            click.echo(chunk, nl=False)
+        return
+    part = output + ".part"
+    try:
+        with open(part, "w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(part, output)
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    finally:
+        if os.path.exists(part):
+            os.remove(part)
+    click.echo(f"mcptape: wrote {output}", err=True)
+
+
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "mermaid", "json"]), default="md",
+              show_default=True, help="md: GitHub Markdown with a Mermaid diagram; html: one self-contained page; "
+                                      "mermaid: the diagram alone; json: the report's data.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report here (default: stdout).")
+def report(tapes, fmt, output):
+    """One page that tells what happened: sessions and their life, calls with outcome and duration, statuses,
+    findings with their spec clauses and whom they blame, a sequence diagram, and the messages each finding is
+    about. Several tapes are one history, in the order given (as check reads them).
+
+    \b
+    Examples:
+      mcptape report run.mcptape > report.md
+      mcptape report run.mcptape --format html -o report.html
+      mcptape report run.mcptape --format mermaid
+      mcptape report bug.zip --format json
+    """
+    from .report import build, render
+
+    _write_output([render(build(_tapes(tapes)), fmt)], output)
+
+
+def _tapes(paths) -> list[str]:
+    """The tapes named, a bundle standing for the tapes it holds (commands that read several tapes)."""
+    from .tape.bundled import BundleError, expand
+
+    try:
+        return expand(list(paths))
+    except BundleError as e:
+        raise Failure(str(e)) from None
+
+
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The bundle to write (a .zip).")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--redact", is_flag=True, help="Redact the tapes into the bundle (as `mcptape redact` does).")
+@click.option("--allow-secrets", is_flag=True, help="Bundle tapes that still hold secrets (unsafe; warns).")
+def bundle(tapes, output, force, redact, allow_secrets):
+    """One file to attach to a bug report: the tapes, each as JSON, report.md and report.html, report.har (HTTP
+    tapes), findings.json and a README that says how to replay and check it. Every command that reads a tape
+    reads the bundle as it is.
+
+    A tape that still holds a secret (a credential, a secret-shaped string) is refused, naming where, unless
+    --redact or --allow-secrets is given.
+
+    \b
+    Examples:
+      mcptape bundle run.mcptape -o bug.zip
+      mcptape bundle before.mcptape after.mcptape -o bug.zip --redact
+      mcptape check bug.zip
+      mcptape replay bug.zip --listen 127.0.0.1:8765
+    """
+    from .bundle import Refused, make
+
+    if os.path.exists(output) and not force:
+        raise Failure(f"{output} already exists (use --force to replace it)")
+    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise Failure(f"-o {output}: not a file in an existing directory")
+    tapes = _tapes(tapes)
+    try:
+        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets)
+    except Refused as e:
+        raise Failure(str(e)) from None
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    if allow_secrets:
+        click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
+                   err=True)
+    click.echo(f"mcptape: wrote {output}: {', '.join(names)}", err=True)
 
 
 @main.command()
@@ -728,6 +927,42 @@ def import_(source, output, force):
         for item in items:
             writer.write(item)
     click.echo(f"mcptape: wrote {len(items)} records to {output}", err=True)
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The redacted tape to write.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@_redact_options
+def redact(source, output, force, redact_header, redact_path, keep_path):
+    """Write a redacted copy of a tape (one recorded with --no-redact, or before redaction covered bodies).
+
+    What recording redacts by default is redacted here too, under a new pseudonym key; what is already a
+    pseudonym stays as it is. The copy replays, diffs and checks like the original.
+
+    \b
+    Examples:
+      mcptape redact run.mcptape -o run.redacted.mcptape
+      mcptape redact run.mcptape -o shared.mcptape --redact-path /result/structuredContent/email
+      mcptape check shared.mcptape --require-redacted
+    """
+    from .redact import redacted_tape
+    from .tape.file import Reader, Writer
+
+    if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
+        raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
+    redactor = _redactor(redact_header, redact_path, keep_path)
+    reader = Reader(source)
+    header, redacted = redacted_tape(reader.header, reader, redactor)
+    count = 0
+    with Writer(output, header, "force" if force else "new") as writer:
+        for record in redacted:
+            writer.write(record)
+            count += 1
+    if reader.truncated:
+        click.echo(f"mcptape: {source}: tape is truncated ({reader.truncated}); redacted the {count} complete "
+                   f"records before it", err=True)
+    click.echo(f"mcptape: wrote {count} redacted records to {output}", err=True)
 
 
 @main.command()

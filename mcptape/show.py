@@ -240,6 +240,11 @@ def lines(row: Row, colour: bool = False) -> list[str]:
             f"{paint(what, INJECTED if injected else tone, colour)}" for what, tone in described]
 
 
+def describe(record: Record) -> list[str]:
+    """What a record says, as the timeline's lines (the report quotes them)."""
+    return [what for what, _ in _describe(record)]
+
+
 def _append(described: list[tuple[str, str | None]], text: str) -> None:
     what, tone = described[-1]
     described[-1] = (what + text, tone)

@@ -138,6 +138,10 @@ class Recorder:
         )
         loader.add_option("mcptape_redact_header", Sequence[str], [], "Also redact this header (repeatable).")
         loader.add_option("mcptape_no_redact", bool, False, "Record credentials as they are (unsafe).")
+        loader.add_option("mcptape_redact_path", Sequence[str], [],
+                          "Also redact this part of every message (JSON pointer, e.g. /params/arguments/query).")
+        loader.add_option("mcptape_keep_path", Sequence[str], [],
+                          "Never redact this part of every message (JSON pointer, e.g. /result/content/0/text).")
         loader.add_option("mcptape_record_all", bool, False, "Record bodies of non-MCP exchanges too.")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
@@ -165,12 +169,13 @@ class Recorder:
         mode = "append" if ctx.options.mcptape_append else "force" if ctx.options.mcptape_force else "new"
         now = self.clock()
         try:
-            self.writer = Writer(path, records.header(now, TOOL), mode)
-        except TapeError as e:
+            redactor = Redactor(ctx.options.mcptape_redact_header, not ctx.options.mcptape_no_redact,
+                                ctx.options.mcptape_keep_path, ctx.options.mcptape_redact_path)
+            self.writer = Writer(path, records.header(now, TOOL, redactor.describe()), mode)
+        except (TapeError, ValueError) as e:
             raise exceptions.OptionsError(str(e)) from None
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
-        redactor = Redactor(ctx.options.mcptape_redact_header, enabled=not ctx.options.mcptape_no_redact)
         self.capture = HttpCapture(_TapeSink(self.writer, self.watch), redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),

@@ -2,8 +2,9 @@
 
 Calls are aligned by (session order, direction, method, ordinal): the 3rd `tools/call` the client sent in the
 2nd session of A meets the 3rd one in the 2nd session of B. What always differs between two runs (JSON-RPC ids,
-session ids, progress tokens, timestamps) is never compared; `--ignore POINTER` drops more. Pairs are compared
-for equality first; deepdiff (imported only then) explains the pairs that differ.
+session ids, progress tokens, timestamps) is never compared, nor a redacted value against what stands in its place
+(redact.blend); `--ignore POINTER` drops more. Pairs are compared for equality first; deepdiff (imported only
+then) explains the pairs that differ.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Call, Model, Observer, collector_paused
+from ..redact import blend
 from ..wire import jsonrpc, pointer
 from ..tape.file import Reader, decode_payload, pack
 from .rules import Finding, all_rules
@@ -172,6 +174,7 @@ def _compare(kind: str, label: str, a: Any, b: Any, root: str, pointers: list[li
     sub = [p[1:] for p in pointers if p[:1] == [root]]
     for path in sub:
         a, b = pointer.without(a, path), pointer.without(b, path)
+    b = blend(a, b)
     return [] if a == b else _explain(kind, label, a, b, root)
 
 

@@ -65,8 +65,9 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         replayer = Replayer(load(tape), list(ignore), editor)
     writer = capture = None
     if log is not None:
-        writer = Writer(log, records.header(time.time(), TOOL), log_mode)  # "force" replaces an existing log
-        capture = HttpCapture(writer, Redactor(), Scope(set(replayer.recording.paths)))
+        redactor = Redactor()
+        writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()), log_mode)  # "force" replaces
+        capture = HttpCapture(writer, redactor, Scope(set(replayer.recording.paths)))
         capture.start(time.time(), TOOL, {"replay": tape}, 0)
     replay = HttpReplay(replayer, capture, pace_function(pace))
     server = await asyncio.get_running_loop().create_server(replay.protocol, host, port)

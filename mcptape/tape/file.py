@@ -9,6 +9,9 @@ short: load everything before it, say "truncated") from damage (a length that di
 payload whose CRC is wrong: stop and name the byte offset) instead of decoding garbage. Each frame goes out in one
 unbuffered write, so the only tear a crash can leave is at the end.
 
+A bundle (`mcptape bundle`, a zip) is read where it lies: the Reader opens `bug.zip` or `bug.zip/tapes/NAME.mcptape`
+through tape/bundled.py, and a Writer refuses to append to one.
+
 Numbers: msgpack has no integers beyond 64 bits and no exact decimals, JSON has both; they travel as extension
 types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value comes back as it went in.
 """
@@ -29,6 +32,7 @@ import msgpack
 
 FORMAT = 1
 MAGIC = b"MCPTAPE" + bytes([FORMAT])
+ZIP_MAGIC = b"PK\x03\x04"  # a bundle (tape/bundled.py)
 _FRAME = struct.Struct(">III")
 # A frame claims its own length, so a damaged or hostile tape could make a reader allocate gigabytes. Real records
 # stay far below this (a 10 MB tool result is a 10 MB record); MCPTAPE_MAX_RECORD_MB raises it for a tape that needs it.
@@ -102,13 +106,19 @@ class Reader:
         """follow: read a tape while another process writes it. Where the tape ends, wait for more as long as a
         writer holds it (Writer's lock); end once none does and what it wrote last has been read."""
         self.path = os.fspath(path)
+        self._damage: tuple[type[Exception], ...] = ()  # what reading a tape inside a bundle raises on damage
         self._follow, self._poll, self._last_look = follow, poll, False
-        while follow and not os.path.exists(self.path):
+        while follow and not os.path.exists(self.path) and not _inside_a_file(self.path):
             time.sleep(poll)  # not created yet: its recorder is starting
         try:
             self._file: BinaryIO = open(self.path, "rb", buffering=1 << 20)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:
+            self._file = self._in_bundle(e)
         except OSError as e:
             raise TapeError(f"cannot open {self.path}: {e.strerror}") from None
+        if self._file.peek(4)[:4] == ZIP_MAGIC:  # a bundle (zip): its one tape
+            self._file.close()
+            self._file = self._in_bundle(None)
         magic = self._file.read(len(MAGIC))
         while not magic and self._more():  # created, its header not written yet
             self._file.seek(0)
@@ -131,6 +141,19 @@ class Reader:
             raise TapeError(f"{self.path}: tape has no header record{' (' + self.truncated + ')' if self.truncated else ''}")
         self.header: Record = first
         self.count = 0  # records after the header
+
+    def _in_bundle(self, error: OSError | None) -> BinaryIO:
+        """A tape inside a bundle (tape/bundled.py): `bug.zip`, or `bug.zip/tapes/NAME.mcptape`."""
+        from . import bundled
+
+        try:
+            found = bundled.open_tape(self.path)
+        except bundled.BundleError as e:
+            raise TapeError(str(e)) from None
+        if found is None:
+            raise TapeError(f"cannot open {self.path}: {error.strerror if error else 'not a tape'}") from None
+        self._damage = bundled.DAMAGE
+        return found
 
     def _read_frames(self) -> Iterator[Record]:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
@@ -176,6 +199,9 @@ class Reader:
                 self.end_offset = offset
                 self.count += 1
                 yield record
+        except self._damage as e:
+            raise TapeError(f"{self.path}: the bundle is damaged at byte {offset} of the tape ({e}); "
+                            f"{self.count} records before it are intact") from None
         finally:
             self._file.close()
 
@@ -195,6 +221,14 @@ class Reader:
         fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
         self._last_look = True
         return True
+
+
+def _inside_a_file(path: str) -> bool:
+    """`bug.zip/tapes/x.mcptape`: a name below a file (a bundle) never appears, so following it must not wait."""
+    head = os.path.dirname(path)
+    while head and not os.path.exists(head):
+        head = os.path.dirname(head)
+    return bool(head) and os.path.isfile(head)
 
 
 def _megabytes(size: int) -> str:
@@ -232,6 +266,9 @@ class Writer:
             raise TapeError(f"{self.path} is being written by another mcptape right now") from None
         self._file: BinaryIO = open(fd, "r+b", buffering=0)
         if mode == "append" and os.fstat(fd).st_size > 0:
+            if os.pread(fd, 4, 0) == ZIP_MAGIC:  # a bundle is read where it lies, never written into
+                self._file.close()
+                raise TapeError(f"{self.path} is a bundle (a zip file): record into a tape of its own")
             try:
                 self.existing = read(self.path)
             except TapeError:

@@ -1,4 +1,5 @@
-"""JSON pointers (RFC 6901), as `--ignore` takes them: parse one, and drop what it names from a value."""
+"""JSON pointers (RFC 6901), as `--ignore`, `--keep-path` and `--redact-path` take them: parse one, and drop what it
+names from a value."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 _DEEPDIFF_STEP = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]")
 
 
-def parse(text: str) -> list[str]:
+def parse(text: str, option: str = "--ignore") -> list[str]:
     if not text.startswith("/"):
-        raise ValueError(f"--ignore {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
+        raise ValueError(f"{option} {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
     return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
 
 
