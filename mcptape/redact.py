@@ -555,3 +555,17 @@ def unredacted(header: dict, records: Iterable[dict]) -> Iterator[tuple[int | No
 
 def _covers_bodies(redaction: Any) -> bool:
     return isinstance(redaction, dict) and redaction.get("enabled") is True and redaction.get("body") is True
+
+
+def redacted_tape(header: dict, records: Iterable[dict], redactor: Redactor) -> tuple[dict, Iterator[dict]]:
+    """A tape's header and records redacted, each part that says how a tape was redacted saying so: what
+    `mcptape redact` writes, and `mcptape bundle --redact` puts in a bundle."""
+    described = redactor.describe()
+
+    def redacted() -> Iterator[dict]:
+        for record in records:
+            if record.get("kind") == "capture.start":
+                record = {**record, "redaction": described}
+            yield redactor.record(record)
+
+    return {**header, "redaction": described}, redacted()

@@ -89,17 +89,44 @@ class _Discard:
         pass
 
 
+class _TapeSink:
+    """The capture's writer, guarded: a tape that can no longer be written (a full disk, a file gone bad) stops the
+    recording once, saying so, and never the traffic. What was written before stays readable (one frame a write).
+    A watcher (record's live view) is told of each record once it is written."""
+
+    def __init__(self, writer: Writer, watch: Callable[[records.Record], None] | None = None) -> None:
+        self.writer, self.watch = writer, watch
+        self.failure: str | None = None
+
+    def write(self, record: records.Record) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self.writer.write(record)
+        except Exception as e:
+            self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
+            logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
+            return
+        if self.watch is not None:
+            try:
+                self.watch(record)
+            except Exception as e:  # the view never costs the tape a record
+                logger.error(f"mcptape: the live view failed: {type(e).__name__}: {e}")
+
+
 class Recorder:
-    def __init__(self, clock: Clock = time.time) -> None:
+    def __init__(self, clock: Clock = time.time, watch: Callable[[records.Record], None] | None = None) -> None:
         # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
         # test can run the addon in memory and know every record's t
         self.clock = clock
+        self.watch = watch
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
+        self.failure: str | None = None  # why the last capture stopped writing early, if it did
 
     def load(self, loader) -> None:
         loader.add_option("mcptape_tape", Optional[str], None, "Record MCP traffic into this tape (.mcptape).")
@@ -149,7 +176,7 @@ class Recorder:
             raise exceptions.OptionsError(str(e)) from None
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
-        self.capture = HttpCapture(self.writer, redactor, scope, self.clock)
+        self.capture = HttpCapture(_TapeSink(self.writer, self.watch), redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
@@ -300,6 +327,7 @@ class Recorder:
             try:
                 self.exchanges = self.capture.recorded
                 self.capture.stop(self.clock(), reason)
+                self.failure = getattr(self.capture.sink, "failure", None)
             except Exception as e:
                 logger.error(f"mcptape: closing the tape failed: {e}")
             self.capture = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -71,11 +72,23 @@ async def serve(
     mitm_logger = logging.getLogger("mitmproxy")
     mitm_logger.addHandler(errors)
     mitm_logger.propagate = verbose  # mitmproxy's per-connection chatter only with --verbose
+    # The recorder's own warnings (a tape that stopped being written) reach the terminal; under mitmdump, mitmproxy's
+    # event log shows them instead.
+    ours, to_stderr = logging.getLogger("mcptape"), logging.StreamHandler()
+    to_stderr.setLevel(logging.WARNING)
+    ours.addHandler(to_stderr)
+    ours.propagate = False
+    if verbose:  # mitmproxy's own log at info (connections, flows' errors), as mitmdump prints it, on stderr
+        mitm_logger.setLevel(logging.INFO)
     startup = _Startup(errors, lambda addrs: (mitm_logger.removeHandler(errors), on_ready(addrs)))
     opts = options.Options()
     m = master.Master(opts)
     m.addons.add(*default_addons())
     m.addons.add(recorder, startup)
+    if verbose:
+        from mitmproxy.addons.termlog import TermLog
+
+        m.addons.add(TermLog(sys.stderr))
     try:
         opts.update(**settings)
     except exceptions.OptionsError as e:
@@ -94,5 +107,7 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         mitm_logger.removeHandler(errors)
+        ours.removeHandler(to_stderr)
+        ours.propagate = True
     if startup.failure:
         raise StartupError(startup.failure)

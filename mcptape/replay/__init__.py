@@ -47,7 +47,7 @@ def pace_function(spec: str):
 @asynccontextmanager
 async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tuple[str, ...] = (),
                   log: str | None = None, pace: str = "fast", replayer: Replayer | None = None,
-                  edits: tuple[str, ...] = ()) -> AsyncIterator[Replay]:
+                  edits: tuple[str, ...] = (), log_mode: str = "new") -> AsyncIterator[Replay]:
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
     from ..redact import Redactor
@@ -66,7 +66,7 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     writer = capture = None
     if log is not None:
         redactor = Redactor()
-        writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()))
+        writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()), log_mode)  # "force" replaces
         capture = HttpCapture(writer, redactor, Scope(set(replayer.recording.paths)))
         capture.start(time.time(), TOOL, {"replay": tape}, 0)
     replay = HttpReplay(replayer, capture, pace_function(pace))

@@ -72,8 +72,6 @@ def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -
 
 
 def paths(diff: dict) -> list[str]:
-    out = []
-    for items in diff.values():
-        for path in (items.keys() if isinstance(items, dict) else items):
-            out.append(str(path).replace("root", "", 1))
-    return out
+    """Where a miss differs, as the JSON pointers --ignore takes (/params/arguments/message)."""
+    return [pointer.from_deepdiff(str(path)) for items in diff.values()
+            for path in (items.keys() if isinstance(items, dict) else items)]
