@@ -209,12 +209,24 @@ def secrets_in(records: Iterable[dict]) -> Iterator[tuple[int, str, str]]:
             if isinstance(comment, str):
                 for rule in shapes_in(comment):
                     yield number, f"/comments/{i}", rule
+        if isinstance(record.get("source"), dict):
+            for i in _after_secret_flags(record["source"].get("stdio")):
+                yield number, f"/source/stdio/{i}", SENSITIVE_KEY
         for name in _JSON_FIELDS:
             if name in record:
                 found: list[tuple[list, str]] = []
                 _Walk(lambda path, value, rule: found.append((list(path), rule)) or value).json(record[name], [name])
                 for path, rule in found:
                     yield number, _pointer(path), rule
+
+
+def _after_secret_flags(argv: Any) -> list[int]:
+    """Where a command line has the value of a sensitive flag in the next word: `--api-key VALUE`."""
+    if not isinstance(argv, list):
+        return []
+    return [i for i in range(1, len(argv)) if isinstance(argv[i - 1], str) and argv[i - 1].startswith("-")
+            and "=" not in argv[i - 1] and key_is_sensitive(argv[i - 1].lstrip("-")) and isinstance(argv[i], str)
+            and not is_pseudonym(argv[i])]
 
 
 def _pointer(path: list) -> str:
@@ -455,14 +467,10 @@ class Redactor:
     def _source(self, source: Any) -> Any:
         """Where a recording came from: an upstream URL, or a server's command line, whose `--api-key VALUE`
         pair is as secret as `--api-key=VALUE`."""
-        if isinstance(source, dict) and isinstance(source.get("stdio"), list):
+        if isinstance(source, dict) and (after := _after_secret_flags(source.get("stdio"))):
             argv = list(source["stdio"])
-            for i in range(1, len(argv)):
-                flag = argv[i - 1]
-                if (isinstance(flag, str) and flag.startswith("-") and "=" not in flag
-                        and key_is_sensitive(flag.lstrip("-")) and isinstance(argv[i], str)
-                        and not is_pseudonym(argv[i])):
-                    argv[i] = self.pseudonym(argv[i])
+            for i in after:
+                argv[i] = self.pseudonym(argv[i])
             source = {**source, "stdio": argv}
         return self._walk.json(source, [])
 

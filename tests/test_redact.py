@@ -156,3 +156,13 @@ def test_the_header_records_redaction_by_rule_names_and_import_knows_the_field()
     assert records.problem(header) is None and header["redaction"]["extra_headers"] == ["x-tenant"]
     assert set(described["rules"]) >= {"sensitive-key", "sensitive-header", "bearer", "jwt", "private-key"}
     assert records.problem({**header, "redaction": "yes"}) is not None
+
+
+def test_a_stdio_servers_command_line_keeps_its_flags_and_loses_its_secrets():
+    start = {"kind": "capture.start", "t": 0.0, "source": {"stdio": ["srv", "--api-key", "k3y", "--token=abcdef",
+                                                                      "--port", "8000"], "cwd": "/srv"}}
+    assert [(n, p) for n, p, _ in secrets_in([start])] == [(0, "/source/stdio/2"), (0, "/source/stdio/3")]
+    r = Redactor()
+    argv = r.record(start)["source"]["stdio"]
+    assert argv == ["srv", "--api-key", r.pseudonym("k3y"), "--token=" + r.pseudonym("abcdef"), "--port", "8000"]
+    assert start["source"]["stdio"][2] == "k3y" and list(secrets_in([r.record(start)])) == []
