@@ -15,7 +15,7 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from .recorded import load
@@ -76,6 +76,8 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         yield Replay(f"http://{host}:{bound}{path}", replayer)
     finally:
         server.close()
+        if hasattr(server, "close_clients"):  # Python 3.13: streams a client left open end with the replay
+            server.close_clients()
         if capture is not None:
             capture.stop(time.time(), "replay stopped")
             writer.close()
@@ -88,30 +90,40 @@ async def areplaying(tape: str, **options) -> AsyncIterator[str]:
         yield replay.url
 
 
+class Background:
+    """An event loop in a daemon thread, for serving replays to synchronous code. One can serve many replays in
+    turn (the pytest plugin keeps one for a whole run: a test pays no thread start)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="mcptape-replay", daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float | None = None):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def enter(self, manager) -> tuple:
+        """Enter an async context manager on the loop: its value, and the function that exits it."""
+        stack = AsyncExitStack()
+        value = self.run(stack.enter_async_context(manager))
+        return value, lambda: self.run(stack.aclose(), 30)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
 @contextmanager
 def replaying(tape: str, **options) -> Iterator[str]:
     """The same, for synchronous code: the server runs on its own event loop in a thread."""
-    ready: dict = {}
-    started, stop = threading.Event(), threading.Event()
-
-    async def main() -> None:
-        try:
-            async with serving(tape, **options) as replay:
-                ready["url"] = replay.url
-                started.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.02)
-        except BaseException as e:
-            ready["error"] = e
-            started.set()
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    started.wait()
-    if "error" in ready:
-        raise ready["error"]
+    background = Background()
     try:
-        yield ready["url"]
+        replay, close = background.enter(serving(tape, **options))
+        try:
+            yield replay.url
+        finally:
+            close()
     finally:
-        stop.set()
-        thread.join(5)
+        background.close()
