@@ -179,3 +179,89 @@ def test_async_tests_use_the_fixture_with_anyio_and_pytest_asyncio(pytester, sui
     """)
     pytester.runpytest("--mcptape-record-mode=once").assert_outcomes(passed=2)
     pytester.runpytest().assert_outcomes(passed=2)
+
+
+def test_two_xdist_workers_on_one_tape_record_it_once_and_the_other_replays_it(pytester, suite, upstream):
+    url, _ = upstream
+    suite(CLIENT + f"""
+    import os
+
+    @pytest.mark.parametrize("n", [1, 2])
+    @pytest.mark.mcptape("shared", upstream={url!r})
+    def test_both(mcptape, n):
+        assert run_http(mcptape.url)[-1] == "resource hello from a resource"
+        with open(f"ran-{{n}}", "w") as f:
+            f.write(("recorded" if mcptape.recording else "replayed") + " " + os.environ["PYTEST_XDIST_WORKER"])
+    """)
+    result = pytester.runpytest_subprocess("-n", "2", "--mcptape-record-mode=once")
+    result.assert_outcomes(passed=2)
+    ran = sorted((pytester.path / f"ran-{n}").read_text().split() for n in (1, 2))
+    assert sorted(what for what, _ in ran) == ["recorded", "replayed"]
+    assert ran[0][1] != ran[1][1]  # one test on each worker, at the same time
+    tape = read(pytester.path / "cassettes" / "test_app" / "shared.mcptape")
+    assert tape.truncated is None
+    assert [r["kind"] for r in tape.records].count("capture.start") == 1  # one recording, never two interleaved
+    assert [p.name for p in (pytester.path / "cassettes" / "test_app").iterdir()] == ["shared.mcptape"]
+
+
+NEW_EPISODES = CLIENT + """
+    from mcp import Client
+
+    async def adds(url, pairs):
+        async with Client(url, mode="legacy") as client:
+            return [(await client.call_tool("add", {"a": a, "b": b})).structured_content["result"] for a, b in pairs]
+"""
+
+
+def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pytester, suite, upstream):
+    url, _ = upstream
+    source = NEW_EPISODES + f"""
+    @pytest.mark.mcptape(upstream={url!r})
+    def test_adds(mcptape):
+        assert anyio.run(adds, mcptape.url, PAIRS) == [a + b for a, b in PAIRS]
+    """
+    suite(source.replace("PAIRS", "[(1, 2)]"))
+    pytester.runpytest("--mcptape-record-mode=once").assert_outcomes(passed=1)
+    tape = tape_at(pytester, "test_app", "test_adds")
+    first = tape.read_bytes()
+
+    suite(source.replace("PAIRS", "[(1, 2), (10, 20)]"))  # the test gained a call the tape has no answer for
+    missed = pytester.runpytest()
+    missed.assert_outcomes(failed=1, errors=1)
+    missed.stdout.fnmatch_lines(["*mcptape: 1 request(s) found no answer in cassettes/test_app/test_adds.mcptape:",
+                                 "*tools/call #* add: no recorded answer for tools/call (closest: record *"])
+    pytester.runpytest("--mcptape-record-mode=new_episodes").assert_outcomes(passed=1)  # reported once
+    assert (tape.parent / "test_adds.mcptape.old").read_bytes() == first  # the old tape kept beside
+    calls = [r["msg"]["params"]["arguments"] for r in read(tape).records
+             if r["kind"] == "http.request" and r.get("msg", {}).get("method") == "tools/call"]
+    assert calls == [{"a": 1, "b": 2}, {"a": 10, "b": 20}]
+    pytester.runpytest().assert_outcomes(passed=1)  # and the new tape replays
+
+
+def test_record_mode_precedence_and_unused_tapes(pytester, suite, upstream, monkeypatch):
+    url, _ = upstream
+    suite(CLIENT + f"""
+    @pytest.mark.mcptape(upstream={url!r}, mode="all")
+    def test_add(mcptape):
+        run_http(mcptape.url)
+        with open("mode", "w") as f:
+            f.write(mcptape.mode + (" recording" if mcptape.recording else " replaying"))
+    """)
+    pytester.runpytest().assert_outcomes(passed=1)  # the marker's mode when nothing else says
+    assert (pytester.path / "mode").read_text() == "all recording"
+    monkeypatch.setenv("MCPTAPE_RECORD_MODE", "none")  # the environment wins over the marker
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert (pytester.path / "mode").read_text() == "none replaying"
+    pytester.runpytest("--mcptape-record-mode=rewrite").assert_outcomes(passed=1)  # the command line over both
+    assert (pytester.path / "mode").read_text() == "rewrite recording"
+    assert not (tape_at(pytester, "test_app", "test_add").parent / "test_add.mcptape.old").exists()
+
+    stale = tape_at(pytester, "test_app", "test_gone")
+    stale.write_bytes(tape_at(pytester, "test_app", "test_add").read_bytes())
+    result = pytester.runpytest("--mcptape-unused")
+    result.stdout.fnmatch_lines(["*mcptape: unused tapes*", "cassettes/test_app/test_gone.mcptape",
+                                 "1 tape(s) in the cassette folders of 1 module(s) that no test of this run used"])
+    monkeypatch.setenv("MCPTAPE_RECORD_MODE", "sometimes")
+    bad = pytester.runpytest()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*MCPTAPE_RECORD_MODE='sometimes': choose from none, once, new_episodes, all, rewrite"])
