@@ -265,3 +265,72 @@ def test_record_mode_precedence_and_unused_tapes(pytester, suite, upstream, monk
     bad = pytester.runpytest()
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*MCPTAPE_RECORD_MODE='sometimes': choose from none, once, new_episodes, all, rewrite"])
+
+
+def test_a_test_that_talks_to_two_servers_has_a_tape_for_each(pytester, suite, upstream):
+    url, server = upstream
+    suite(CLIENT + f"""
+    @pytest.mark.mcptape("web", upstream={url!r})
+    @pytest.mark.mcptape("local", command={DEMO_STDIO!r}, strict=True)
+    def test_two(mcptape):
+        assert run_http(mcptape["web"].url) == run_stdio(mcptape["local.mcptape"].command)
+        assert sorted(t.path.rsplit("/", 1)[1] for t in mcptape.tapes) == ["local.mcptape", "web.mcptape"]
+        with pytest.raises(KeyError, match="no tape 'maps'"):
+            mcptape["maps"]
+
+    @pytest.mark.mcptape("web")
+    @pytest.mark.mcptape
+    def test_unnamed(mcptape):
+        pass
+    """)
+    result = pytester.runpytest("--mcptape-record-mode=once", "-k", "test_two")
+    result.assert_outcomes(passed=1)
+    stop(server)
+    folder = pytester.path / "cassettes" / "test_app"
+    assert sorted(p.name for p in folder.iterdir()) == ["local.mcptape", "web.mcptape"]
+    pytester.runpytest("-k", "test_two").assert_outcomes(passed=1)
+    unnamed = pytester.runpytest("-k", "test_unnamed")
+    assert unnamed.ret == pytest.ExitCode.USAGE_ERROR
+    unnamed.stderr.fnmatch_lines(["*test_unnamed: a test with several tapes must name each one (tape=...)"])
+
+
+def test_loading_the_plugin_imports_nothing_of_mcptape_but_itself(tmp_path):
+    import subprocess
+
+    code = ("import sys, pytest; import mcptape.testing.plugin; "
+            "print(sorted(m for m in sys.modules if m.startswith(('mcptape', 'mitmproxy', 'msgpack', 'click'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['mcptape', 'mcptape.testing', 'mcptape.testing.plugin']"
+    # and a suite that does not use it loads it (the entry point) and passes
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0 and "1 passed" in run.stdout
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--trace-config", "--co", "-q", str(tmp_path)],
+                            capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "mcptape.testing.plugin" in listed
+
+
+def test_the_library_api_records_and_replays_with_top_level_names(tmp_path):
+    import anyio
+    from mcp import StdioServerParameters
+
+    import mcptape
+    from mcptape.demo.client import script
+
+    tape = tmp_path / "lib.mcptape"
+    with mcptape.recording(tape, command=DEMO_STDIO) as argv:
+        recorded = anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    with mcptape.replaying(str(tape)) as url:
+        assert anyio.run(script, url, "legacy") == recorded
+
+    async def in_the_loop() -> list[str]:
+        async with mcptape.areplaying(str(tape)) as url:
+            return await script(url, "legacy")
+
+    assert anyio.run(in_the_loop) == recorded
+    with pytest.raises(mcptape.capture.recording.RecordingError, match="already exists"):
+        with mcptape.recording(tape, command=DEMO_STDIO):
+            pass
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        mcptape.nothing

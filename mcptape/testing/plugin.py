@@ -78,6 +78,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.stash[STATE].close()
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Markers are read, and their edits parsed, here: a wrong edit stops the run before any test does."""
     for item in items:

@@ -375,7 +375,13 @@ class Tape:
         if self._replayer is not None and self._replayer.editor is not None:
             for warning in self._replayer.editor.unfired() if self._url else []:
                 warnings.warn(f"mcptape: {_shown(self.path)}: {warning}", stacklevel=2)
-        misses = self.log.misses if self.log_paths() else []
+        # misses: the HTTP replay's own list; a stdio replay's are read from its logs (its process is gone)
+        misses = list(self._replayer.misses) if self._replayer is not None and self._url else []
+        stdio = [p for p in self.log_paths() if Path(p).name.startswith("stdio-")]
+        if stdio:
+            from .log import ClientLog
+
+            misses += ClientLog(stdio).misses
         if misses and self.mode == "new_episodes" and self.path not in self._item.stash.get(RERECORD, set()):
             self._item.stash.setdefault(RERECORD, set()).add(self.path)  # plugin.pytest_runtest_protocol re-runs
             return
