@@ -4,9 +4,10 @@ that does not use it (the same suite with and without `-p no:mcptape`).
 
     .venv/bin/python bench/pytest_plugin.py [--tests 200] [--rounds 5] [--no-competitor]
 
-mcp-cassette (PyPI) goes into a venv of its own, made on first use in the temporary directory. Each fixture test
-drives the same short session with the same stdlib client (initialize, initialized, one tools/call): both tools
-record it once from the SDK demo server, then replay it in every test. Per-test cost is the median over the tests
+mcp-cassette (PyPI) goes into a venv of its own, made on first use in the temporary directory. Each tool runs twice: the
+fixture alone, its replay server started (`mcptape.url`, `mcp_cassette.server_url(...)`): set-up and tear-down; then
+with the same short session driven by the same stdlib client (initialize, initialized, one tools/call), which
+both tools record once from the SDK demo server and replay in every test, with the server stopped. Per-test cost is the median over the tests
 after the first of pytest's own setup + call + teardown durations. Goals: <= 10 ms per test and <= 0.5x
 mcp-cassette's; plugin load <= 5 ms.
 """
@@ -143,31 +144,45 @@ def main() -> None:
             except OSError:
                 time.sleep(0.05)
         plain = suite(work / "plain", "def NAME():\n    pass\n", a.tests)
+        # each tool twice: the fixture alone (its replay server started: set-up + tear-down), then driving the session
         mine = suite(work / "mcptape", f"""
             @pytest.mark.mcptape("session", upstream={upstream!r})
             def NAME(mcptape):
                 drive(mcptape.url)
             """, a.tests)
+        mine_bare = suite(work / "mcptape-bare", f"""
+            @pytest.mark.mcptape({str(mine / 'cassettes' / 'test_suite' / 'session.mcptape')!r})
+            def NAME(mcptape):
+                mcptape.url
+            """, a.tests)
         run(ours, mine, "--mcptape-record-mode=once", "-k", "test_0000")  # record the session once
         competitor = None if a.no_competitor else competitor_python()
-        theirs = None
+        theirs = theirs_bare = None
         if competitor is not None:
             theirs = suite(work / "mcp-cassette", f"""
                 @pytest.mark.mcp_cassette(cassette={str(work / 'session.mcp.json')!r}, mode="none")
                 def NAME(mcp_cassette):
                     drive(mcp_cassette.server_url({upstream!r}))
                 """, a.tests)
+            theirs_bare = suite(work / "mcp-cassette-bare", f"""
+                @pytest.mark.mcp_cassette(cassette={str(work / 'session.mcp.json')!r}, mode="none")
+                def NAME(mcp_cassette):
+                    mcp_cassette.server_url({upstream!r})
+                """, a.tests)
             run(competitor, theirs, "-k", "test_0000", env={"MCP_CASSETTE_MODE": "once"})
         server.terminate()
         server.wait()  # every replay below runs with no server
 
-        rows: dict[str, list[float]] = {"plain": [], "mcptape": [], "mcp-cassette": []}
+        rows: dict[str, list[float]] = {"plain": [], "mcptape fixture": [], "mcp-cassette fixture": [],
+                                        "mcptape + session": [], "mcp-cassette + session": []}
         loads: dict[str, list[float]] = {"with": [], "without": [], "import": []}
         for _ in range(a.rounds):  # interleaved, so the machine's swings hit every variant alike
             rows["plain"].append(per_test(run(ours, plain)[1]))
-            rows["mcptape"].append(per_test(run(ours, mine)[1]))
+            rows["mcptape fixture"].append(per_test(run(ours, mine_bare)[1]))
+            rows["mcptape + session"].append(per_test(run(ours, mine)[1]))
             if theirs is not None:
-                rows["mcp-cassette"].append(per_test(run(competitor, theirs)[1]))
+                rows["mcp-cassette fixture"].append(per_test(run(competitor, theirs_bare)[1]))
+                rows["mcp-cassette + session"].append(per_test(run(competitor, theirs)[1]))
             loads["with"].append(run(ours, plain)[0])
             loads["without"].append(run(ours, plain, "-p", "no:mcptape")[0])
             loads["import"].append(float(subprocess.run([str(ours), "-c", IMPORT], capture_output=True,
@@ -179,10 +194,13 @@ def main() -> None:
     med = {k: statistics.median(v) * 1000 for k, v in rows.items() if v}
     print(f"per test (setup + call + teardown, median of {a.rounds} rounds x {a.tests} tests, after the first):")
     for name, ms in med.items():
-        print(f"  {name:13} {ms:7.2f} ms")
-    print(f"  mcptape fixture over a plain test: {med['mcptape'] - med['plain']:.2f} ms (goal <= 10)")
-    if "mcp-cassette" in med:
-        print(f"  mcptape / mcp-cassette: {med['mcptape'] / med['mcp-cassette']:.2f}x (goal <= 0.5)")
+        print(f"  {name:24} {ms:7.2f} ms")
+    fixture = med["mcptape fixture"] - med["plain"]
+    print(f"  the mcptape fixture over a plain test: {fixture:.2f} ms (goal <= 10)")
+    if "mcp-cassette fixture" in med:
+        theirs_fixture = med["mcp-cassette fixture"] - med["plain"]
+        print(f"  mcptape / mcp-cassette, fixture: {fixture / theirs_fixture:.2f}x (goal <= 0.5); with the session: "
+              f"{med['mcptape + session'] / med['mcp-cassette + session']:.2f}x")
     load = (statistics.median(loads["with"]) - statistics.median(loads["without"])) * 1000
     print(f"plugin load: importing it {statistics.median(loads['import']) * 1000:.2f} ms (goal <= 5); a suite of "
           f"{a.tests} plain tests with it vs -p no:mcptape: {load:+.1f} ms wall of "

@@ -349,8 +349,12 @@ class Tape:
 
     def close(self) -> None:
         __tracebackhide__ = True
+        from ..capture.recording import RecordingError
+
         try:
             self._stack.close()  # stops the recorder (which writes the tape's end) or the HTTP replay
+        except RecordingError as e:
+            pytest.fail(f"mcptape: recording {_shown(self.path)}: {e}", pytrace=False)
         finally:
             if self._lock is not None:
                 self._finish_recording()
