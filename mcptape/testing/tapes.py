@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -416,11 +417,22 @@ class Tape:
             if self._state.background is None:
                 self._state.background = Background()
             os.makedirs(self._workdir, exist_ok=True)
-            replay, close = self._state.background.enter(
-                serving(self.path, log=str(self._workdir / "http.mcptape"), replayer=self._replayer))
-            self._stack.callback(close)
-            self._url = replay.url
+            # Listening before the replay thread sees it: the client may connect at once, and nobody waits
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(128)
+            self._url = f"http://127.0.0.1:{sock.getsockname()[1]}{self._replayer.recording.entry}"
+            entered, leave = self._state.background.start(
+                serving(self.path, log=str(self._workdir / "http.mcptape"), replayer=self._replayer, sock=sock))
+            self._stack.callback(self._stop_replay, entered, leave)
         return self._url
+
+    def _stop_replay(self, entered, leave) -> None:
+        __tracebackhide__ = True
+        leave()
+        if entered.done() and entered.exception() is not None:
+            pytest.fail(f"mcptape: the replay of {_shown(self.path)} did not start: {entered.exception()}",
+                        pytrace=False)
 
     @property
     def command(self) -> list[str]:
