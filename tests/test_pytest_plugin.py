@@ -213,29 +213,38 @@ NEW_EPISODES = CLIENT + """
 """
 
 
-def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pytester, suite, upstream):
+def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pytester, suite, upstream, monkeypatch):
     url, _ = upstream
-    source = NEW_EPISODES + f"""
-    @pytest.mark.mcptape(upstream={url!r})
+    source = NEW_EPISODES + """
+    @pytest.mark.mcptape(ignore=IGNORE)
     def test_adds(mcptape):
-        assert anyio.run(adds, mcptape.url, PAIRS) == [a + b for a, b in PAIRS]
+        assert anyio.run(adds, mcptape.url, PAIRS) == SUMS
     """
-    suite(source.replace("PAIRS", "[(1, 2)]"))
-    pytester.runpytest("--mcptape-record-mode=once").assert_outcomes(passed=1)
+
+    def version(pairs, sums=None, ignore=()):
+        sums = sums or [a + b for a, b in pairs]
+        return source.replace("PAIRS", repr(pairs)).replace("SUMS", repr(sums)).replace("IGNORE", repr(list(ignore)))
+
+    suite(version([(1, 2)]))
+    pytester.runpytest("--mcptape-record-mode=once", f"--mcptape-upstream={url}").assert_outcomes(passed=1)
     tape = tape_at(pytester, "test_app", "test_adds")
     first = tape.read_bytes()
 
-    suite(source.replace("PAIRS", "[(1, 2), (10, 20)]"))  # the test gained a call the tape has no answer for
+    suite(version([(1, 2), (10, 20)]))  # the test gained a call the tape has no answer for
     missed = pytester.runpytest()
     missed.assert_outcomes(failed=1, errors=1)
     missed.stdout.fnmatch_lines(["*mcptape: 1 request(s) found no answer in cassettes/test_app/test_adds.mcptape:",
                                  "*tools/call #* add: no recorded answer for tools/call (closest: record *"])
+    monkeypatch.setenv("MCPTAPE_UPSTREAM", url)
     pytester.runpytest("--mcptape-record-mode=new_episodes").assert_outcomes(passed=1)  # reported once
     assert (tape.parent / "test_adds.mcptape.old").read_bytes() == first  # the old tape kept beside
     calls = [r["msg"]["params"]["arguments"] for r in read(tape).records
              if r["kind"] == "http.request" and r.get("msg", {}).get("method") == "tools/call"]
     assert calls == [{"a": 1, "b": 2}, {"a": 10, "b": 20}]
     pytester.runpytest().assert_outcomes(passed=1)  # and the new tape replays
+    # ignore=: what matching does not compare; the recorded answers come back
+    suite(version([(1, 5), (10, 50)], sums=[3, 30], ignore=["/params/arguments/b"]))
+    pytester.runpytest().assert_outcomes(passed=1)
 
 
 def test_record_mode_precedence_and_unused_tapes(pytester, suite, upstream, monkeypatch):
