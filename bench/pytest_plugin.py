@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -95,16 +96,18 @@ def suite(folder: Path, body: str, tests: int) -> Path:
 
 
 def run(python: Path, folder: Path, *args: str, env: dict | None = None) -> tuple[float, list[float]]:
-    """Wall time of the run, and each test's setup + call + teardown."""
+    """CPU time of the run (user + system: steadier than wall time on a shared machine), and each test's setup +
+    call + teardown."""
     times = folder / "times.json"
     environ = {**os.environ, **(env or {}), "BENCH_TIMES": str(times), "PYTHONPATH": str(folder)}
-    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=folder,
                             env=environ, capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.returncode != 0:
         raise SystemExit(f"bench: pytest failed in {folder}:\n{result.stdout[-3000:]}{result.stderr[-2000:]}")
-    return wall, json.loads(times.read_text())
+    return cpu, json.loads(times.read_text())
 
 
 def per_test(times: list[float]) -> float:
@@ -183,8 +186,9 @@ def main() -> None:
             if theirs is not None:
                 rows["mcp-cassette fixture"].append(per_test(run(competitor, theirs_bare)[1]))
                 rows["mcp-cassette + session"].append(per_test(run(competitor, theirs)[1]))
-            loads["with"].append(run(ours, plain)[0])
-            loads["without"].append(run(ours, plain, "-p", "no:mcptape")[0])
+            for _ in range(3):
+                loads["with"].append(run(ours, plain)[0])
+                loads["without"].append(run(ours, plain, "-p", "no:mcptape")[0])
             loads["import"].append(float(subprocess.run([str(ours), "-c", IMPORT], capture_output=True,
                                                         text=True, check=True).stdout))
     finally:
@@ -202,9 +206,11 @@ def main() -> None:
         print(f"  mcptape / mcp-cassette, fixture: {fixture / theirs_fixture:.2f}x (goal <= 0.5); with the session: "
               f"{med['mcptape + session'] / med['mcp-cassette + session']:.2f}x")
     load = (statistics.median(loads["with"]) - statistics.median(loads["without"])) * 1000
+    spread = (max(loads["without"]) - min(loads["without"])) * 1000
     print(f"plugin load: importing it {statistics.median(loads['import']) * 1000:.2f} ms (goal <= 5); a suite of "
-          f"{a.tests} plain tests with it vs -p no:mcptape: {load:+.1f} ms wall of "
-          f"{statistics.median(loads['without']) * 1000:.0f} ms (noise: tens of ms)")
+          f"{a.tests} plain tests with it vs -p no:mcptape: {load:+.1f} ms CPU of "
+          f"{statistics.median(loads['without']) * 1000:.0f} ms (medians of {len(loads['with'])} runs each; runs "
+          f"spread by {spread:.0f} ms, so the import is the measure)")
     shutil.rmtree(work, ignore_errors=True)
 
 
