@@ -85,10 +85,11 @@ def upstream():
 
 def test_once_records_a_stdio_server_then_replays_over_stdio_and_http(pytester, suite):
     suite(CLIENT + f"""
-    @pytest.mark.mcptape(command={DEMO_STDIO!r})
+    @pytest.mark.mcptape(command={DEMO_STDIO!r}, edits=["error message=boom at=tools/call#1"])
     def test_stdio(mcptape):
         lines = run_stdio(mcptape.command)
-        assert "countdown counted down from 3" in lines
+        assert "add error: boom" in lines and "countdown counted down from 3" in lines  # the edit, live or replayed
+        assert mcptape.log.call("tools/call", 1).error["message"] == "boom"
         assert mcptape.log.call("tools/call", 2).result["content"][0]["text"] == "counted down from 3"
         if not mcptape.recording:  # replay works across transports: the stdio tape over HTTP too
             assert run_http(mcptape.url) == lines
@@ -216,14 +217,15 @@ NEW_EPISODES = CLIENT + """
 def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pytester, suite, upstream, monkeypatch):
     url, _ = upstream
     source = NEW_EPISODES + """
-    @pytest.mark.mcptape(ignore=IGNORE)
+    @pytest.mark.mcptape(ignore=IGNORE, strict=STRICT)
     def test_adds(mcptape):
         assert anyio.run(adds, mcptape.url, PAIRS) == SUMS
     """
 
-    def version(pairs, sums=None, ignore=()):
+    def version(pairs, sums=None, ignore=(), strict=False):
         sums = sums or [a + b for a, b in pairs]
-        return source.replace("PAIRS", repr(pairs)).replace("SUMS", repr(sums)).replace("IGNORE", repr(list(ignore)))
+        return (source.replace("PAIRS", repr(pairs)).replace("SUMS", repr(sums)).replace("IGNORE", repr(list(ignore)))
+                .replace("STRICT", repr(strict)))
 
     suite(version([(1, 2)]))
     pytester.runpytest("--mcptape-record-mode=once", f"--mcptape-upstream={url}").assert_outcomes(passed=1)
@@ -245,6 +247,12 @@ def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pyteste
     # ignore=: what matching does not compare; the recorded answers come back
     suite(version([(1, 5), (10, 50)], sums=[3, 30], ignore=["/params/arguments/b"]))
     pytester.runpytest().assert_outcomes(passed=1)
+    # strict=True: a recorded request the client never asked for fails the test
+    suite(version([(1, 2)], strict=True))
+    strict = pytester.runpytest()
+    strict.assert_outcomes(passed=1, errors=1)
+    strict.stdout.fnmatch_lines(["*mcptape: strict: 1 recorded request(s) of cassettes/test_app/test_adds.mcptape "
+                                 "were never asked for:", "*tools/call #* add*"])
 
 
 def test_record_mode_precedence_and_unused_tapes(pytester, suite, upstream, monkeypatch):
@@ -280,7 +288,7 @@ def test_a_test_that_talks_to_two_servers_has_a_tape_for_each(pytester, suite, u
     url, server = upstream
     suite(CLIENT + f"""
     @pytest.mark.mcptape("web", upstream={url!r})
-    @pytest.mark.mcptape("local", command={DEMO_STDIO!r}, strict=True)
+    @pytest.mark.mcptape("local", command={DEMO_STDIO!r})
     def test_two(mcptape):
         assert run_http(mcptape["web"].url) == run_stdio(mcptape["local.mcptape"].command)
         assert sorted(t.path.rsplit("/", 1)[1] for t in mcptape.tapes) == ["local.mcptape", "web.mcptape"]
