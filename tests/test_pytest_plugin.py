@@ -148,8 +148,12 @@ SESSION_CLIENT = CLIENT + """
         assert not log.reinitialized and log.initializes == 1
         assert [c.method for c in log.dead_session_requests] == ["tools/call", "resources/read"]
         assert not log.unanswered
-        with pytest.raises(AssertionError, match="no-reinitialize"):
+        findings = mcptape.findings("error")
+        assert "no-reinitialize" in {f.rule for f in findings if f.blames == "client"}
+        assert all(f.blames != "server" for f in findings if f.injected)  # the injected 404 is nobody's fault
+        with pytest.raises(AssertionError, match="no-reinitialize") as failed:
             mcptape.assert_clean()
+        assert "blames the client" in str(failed.value) and "spec:" in str(failed.value)
 """
 
 
