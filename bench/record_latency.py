@@ -1,11 +1,13 @@
 """Added latency of `mcptape record` per MCP request, against bare mitmdump in reverse mode and a direct connection.
 
-    .venv/bin/python bench/record_latency.py [--rounds 15] [--calls 40]
+    .venv/bin/python bench/record_latency.py [--rounds 15] [--calls 40] [--text-bytes N]
 
-One demo SDK server (stateless, SSE responses: every call goes through the SSE stream tap). Three paths to it:
-direct, bare `mitmdump --mode reverse:…`, and `mcptape record`. Rounds are interleaved in a shuffled order so
-drift on the machine hits all three alike. Reported: median latency per path, the latency each proxy adds over
-direct, and the ratio mcptape/mitmdump (goal: <= 1.10). Never run in CI; never a pass/fail.
+One demo SDK server (stateless, SSE responses: every call goes through the SSE stream tap). Four paths to it:
+direct, bare `mitmdump --mode reverse:…`, `mcptape record` (redaction on, the default) and `mcptape record
+--no-redact`. Rounds are interleaved in a shuffled order so drift on the machine hits all alike. Reported: median
+latency per path, the latency each proxy adds over direct, and the ratio mcptape/mitmdump with redaction on and off
+(goal: <= 1.10 with it on). `--text-bytes N` calls `start_thread` with N bytes of prose instead of `add`, so the
+redactor has a body to read. Never run in CI; never a pass/fail.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ def wait_for(port: int) -> None:
     raise SystemExit(f"nothing listens on {port}")
 
 
+PROSE = ("The quarterly report covers revenue, churn and the roadmap; see https://example.com/reports?page=2 for the "
+         "charts. Token counts and max_tokens settings are listed per model. ")
+
+
+def start_thread(size: int) -> str:
+    message = (PROSE * (size // len(PROSE) + 1))[:size]
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "start_thread", "arguments": {"message": message}}})
+
+
 def timed_calls(port: int, calls: int) -> list[float]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     out = []
@@ -65,7 +77,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--calls", type=int, default=40)
+    p.add_argument("--text-bytes", type=int, default=0)
     a = p.parse_args()
+    global CALL
+    if a.text_bytes:
+        CALL = start_thread(a.text_bytes)
     procs = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -77,14 +93,15 @@ def main() -> None:
             procs.append(subprocess.Popen(
                 [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(dump),
                  "--mode", f"reverse:http://127.0.0.1:{up}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            tape = free_port()
-            procs.append(subprocess.Popen(
-                [str(BIN / "mcptape"), "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
-                 f"127.0.0.1:{tape}", "-o", str(Path(tmp) / "bench.mcptape")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            wait_for(dump)
-            wait_for(tape)
-            paths = {"direct": up, "mitmdump": dump, "mcptape": tape}
+            paths = {"direct": up, "mitmdump": dump}
+            for name, flags in (("mcptape", []), ("no-redact", ["--no-redact"])):
+                paths[name] = free_port()
+                procs.append(subprocess.Popen(
+                    [str(BIN / "mcptape"), "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
+                     f"127.0.0.1:{paths[name]}", "-o", str(Path(tmp) / f"{name}.mcptape"), *flags],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            for port in paths.values():
+                wait_for(port)
             for port in paths.values():
                 timed_calls(port, 10)  # warm up connections and code paths
             samples: dict[str, list[float]] = {name: [] for name in paths}
@@ -98,14 +115,16 @@ def main() -> None:
                 proc.send_signal(signal.SIGINT)
             for proc in procs:
                 proc.wait(10)
-        records = sum(1 for _ in Reader(Path(tmp) / "bench.mcptape"))
+        records = sum(1 for _ in Reader(Path(tmp) / "mcptape.mcptape"))
     median = {name: statistics.median(values) * 1000 for name, values in samples.items()}
-    added = {name: median[name] - median["direct"] for name in ("mitmdump", "mcptape")}
-    print(f"{a.rounds} interleaved rounds x {a.calls} calls per path; tools/call over SSE, median latency")
+    added = {name: median[name] - median["direct"] for name in ("mitmdump", "mcptape", "no-redact")}
+    call = f"start_thread with {a.text_bytes} bytes of text" if a.text_bytes else "add"
+    print(f"{a.rounds} interleaved rounds x {a.calls} calls per path; tools/call {call} over SSE, median latency")
     for name in paths:
         extra = f"  (+{added[name]:.3f} ms over direct)" if name in added else ""
         print(f"  {name:9} {median[name]:7.3f} ms{extra}")
-    print(f"  ratio mcptape/mitmdump added latency: {added['mcptape'] / added['mitmdump']:.2f}  (goal <= 1.10)")
+    print(f"  ratio mcptape/mitmdump added latency: {added['mcptape'] / added['mitmdump']:.2f} with redaction, "
+          f"{added['no-redact'] / added['mitmdump']:.2f} with --no-redact  (goal <= 1.10)")
     print(f"  tape: {records} records")
 
 

@@ -11,6 +11,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import click
@@ -72,6 +73,19 @@ def _exit_with(code: int) -> int:
     return code
 
 
+def _colour_option(command):
+    return click.option("--color/--no-color", "colour", default=None,
+                        help="Colour the output (default: on a terminal, unless NO_COLOR is set).")(command)
+
+
+def _colour(option: bool | None, err: bool = False) -> bool:
+    """Whether to colour: as the option says; else on a terminal, unless NO_COLOR is set (to anything non-empty,
+    https://no-color.org)."""
+    if option is not None:
+        return option
+    return not os.environ.get("NO_COLOR") and click.get_text_stream("stderr" if err else "stdout").isatty()
+
+
 # -- record -------------------------------------------------------------------------------------------------------
 
 
@@ -79,7 +93,32 @@ def _edit_options(command):
     command = click.option("--edits", "edits_file", metavar="FILE", type=click.Path(dir_okay=False),
                            help="Read edits from FILE, one per line (# comments).")(command)
     return click.option("--edit", multiple=True, metavar="EDIT",
-                        help="Inject a fault, e.g. 'expire-session at=tools/call#2' (repeatable; see README).")(command)
+                        help="Inject a fault, e.g. 'expire-session at=tools/call#2' (repeatable; the language: "
+                             "mcptape help edits).")(command)
+
+
+def _redact_options(command):
+    command = click.option("--keep-path", multiple=True, metavar="POINTER",
+                           help="Never redact this part of a message (JSON pointer, * for any one step, "
+                                "e.g. /params/arguments/token_count; repeatable).")(command)
+    command = click.option("--redact-path", multiple=True, metavar="POINTER",
+                           help="Also redact this part of every message (JSON pointer, * for any one step, "
+                                "e.g. /result/content/*/text; repeatable).")(command)
+    return click.option("--redact-header", multiple=True, metavar="NAME",
+                        help="Also redact this header (repeatable).")(command)
+
+
+def _redactor(redact_header, redact_path, keep_path, no_redact=False):
+    from .redact import Redactor
+
+    try:
+        redactor = Redactor(redact_header, not no_redact, keep_path, redact_path)
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    if no_redact:
+        click.echo("mcptape: warning: --no-redact: secrets (credentials, tokens, keys in messages) will be written "
+                   "into the tape as they are; do not share it", err=True)
+    return redactor
 
 
 def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, live: bool = False):
@@ -159,14 +198,17 @@ def _host_for_url(host: str) -> str:
               help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
                    "for clients that can only be pointed at a proxy.")
 @click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
-@click.option("--redact-header", multiple=True, metavar="NAME", help="Also redact this header (repeatable).")
-@click.option("--no-redact", is_flag=True, help="Record credentials as they are (unsafe; warns).")
+@_redact_options
+@click.option("--no-redact", is_flag=True, help="Record everything as it is, secrets included (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
-@click.option("--verbose", is_flag=True, help="Show mitmproxy's own log.")
+@click.option("--verbose", is_flag=True, help="Also print mitmproxy's own log (connections, streams) on stderr.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No live view (on a terminal, one line per call on stderr as it is answered; HTTP only).")
+@_colour_option
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
-def record(upstream, listen, output, append, force, mode, record_all, redact_header, no_redact, insecure, verbose,
-           edit, edits_file, command):
+def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
+           no_redact, insecure, verbose, quiet, colour, edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -178,9 +220,25 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     A stdio server (put this in the client's config in place of the server command):
       mcptape record -o 'server-{date}-{n}.mcptape' -- npx -y @modelcontextprotocol/server-everything
 
+    \b
     Live edits (the real server stays behind; mcptape changes what the client sees):
       mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
         --edit 'expire-session status=401 body="Unauthorized: Session not found" at=post:3'
+    The edit language: mcptape help edits
+
+    On a terminal, each call is printed on stderr as it is answered (time, record number, session, method and
+    tool, status, outcome, duration, the edits that fired on it); not with --quiet, not when stderr is not a
+    terminal, and never for a stdio server, whose stderr is its own. To watch from another terminal: mcptape
+    show --follow FILE.
+
+    Secrets are redacted before anything is written: credentials in headers and query strings, values under
+    sensitive keys (token, password, api_key…) and secret-shaped strings (bearer tokens, sk-… keys, JWTs…)
+    in every message, stderr line and body. JSON-RPC ids, schemas, progress tokens, cursors and session ids are
+    never touched. Keep a field as it is, or redact one more:
+
+    \b
+      mcptape record --upstream http://127.0.0.1:8000/mcp -o run.mcptape \\
+        --keep-path /params/arguments/token_count --redact-path /result/structuredContent/email
 
     Stop with Ctrl-C; exchanges still open are recorded as "proxy-stopped". A stdio recording ends when the
     server exits, and exits with the server's status.
@@ -188,10 +246,11 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     if append and force:
         raise Failure("--append and --force contradict each other; give one")
     write_mode = "append" if append else "force" if force else "new"
+    redactor = _redactor(redact_header, redact_path, keep_path, no_redact)
     if command:
         if upstream or mode:
             raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
-        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True))
+        _record_stdio(list(command), output, write_mode, _editor(edit, edits_file, stdio=True, live=True), redactor)
         return
     if output is None:
         raise Failure("-o FILE is required: where should the tape go?")
@@ -203,11 +262,12 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
     editor = _editor(edit, edits_file, live=True)
-    _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
-                 [e.text for e in editor.edits] if editor else [])
+    live = not quiet and click.get_text_stream("stderr").isatty()
+    _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
+                 [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None)
 
 
-def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None) -> None:
+def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
     """Stand in for a stdio server. Nothing but the server's own bytes may reach stdout."""
     from . import TOOL
     from .capture.stdio import StartError, StdioRecorder
@@ -220,13 +280,13 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
     if directory and not os.path.isdir(directory):
         raise Failure(f"MCPTAPE_DIR={directory} is not a directory")
     try:
-        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", records.header(time.time(), TOOL),
-                                      directory, write_mode)
+        header = records.header(time.time(), TOOL, redactor.describe() if redactor else None)
+        writer = create_from_template(output or "{date}-{time}-{n}.mcptape", header, directory, write_mode)
     except TapeError as e:
         raise Failure(str(e)) from None
     with writer:
         try:
-            code = StdioRecorder(argv, writer, editor).run()
+            code = StdioRecorder(argv, writer, editor, redactor).run()
         except StartError as e:
             click.echo(f"mcptape: {e}", err=True)
             raise SystemExit(e.code) from None
@@ -237,8 +297,9 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
     raise SystemExit(code)
 
 
-def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_header, no_redact, insecure, verbose,
-                 edits: list[str]):
+def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
+                 edits: list[str], live_colour: bool | None):
+    """live_colour: None for no live view, else whether it is coloured."""
     host, port = _parse_listen(listen)
     if os.path.exists(output) and write_mode == "new":
         raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
@@ -246,8 +307,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         raise Failure(f"-o {output}: not a file in an existing directory")
     settings: dict = {
         "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
-        "mcptape_force": write_mode == "force", "mcptape_redact_header": list(redact_header),
-        "mcptape_no_redact": no_redact, "mcptape_record_all": record_all, "ssl_insecure": insecure,
+        "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
+        "mcptape_no_redact": not redactor.enabled, "mcptape_redact_path": redactor.redact_paths,
+        "mcptape_keep_path": redactor.keep_paths, "mcptape_record_all": record_all, "ssl_insecure": insecure,
         "mcptape_edit": edits,
     }
     path = ""
@@ -261,8 +323,6 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
     else:
         settings["mode"] = ["regular"]
     _check_free(host, port)
-    if no_redact:
-        click.echo("mcptape: warning: --no-redact: credentials will be written into the tape as they are", err=True)
 
     import asyncio
 
@@ -270,7 +330,14 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
     from .capture.mitm import Recorder
 
     existed = os.path.exists(output)
-    recorder = Recorder()
+    view = None
+    if live_colour is not None:
+        from .live import LiveView
+        from .tape.file import Reader
+
+        first = sum(1 for _ in Reader(output)) if existed and write_mode == "append" else 0
+        view = LiveView(lambda line: click.echo(line, err=True, color=live_colour), live_colour, first)
+    recorder = Recorder(watch=view.write if view is not None else None)
 
     def ready(addrs: list[tuple[str, int]]) -> None:
         bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
@@ -291,6 +358,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         if not existed and os.path.exists(output) and not recorder.exchanges:
             os.remove(output)
         raise Failure(str(e)) from None
+    finally:
+        if view is not None:
+            view.close()
     if recorder.failure:
         click.echo(f"mcptape: {output} holds what was recorded before that ({recorder.failure})", err=True)
     else:
@@ -301,32 +371,177 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
 # -- show / import / addons ---------------------------------------------------------------------------------------
 
 
+def _tape_and_record(tape: str, record: int | None) -> tuple[str, int | None]:
+    """`TAPE#N`, as check cites a record, is TAPE with --record N (unless a file has that very name)."""
+    name, sep, number = tape.rpartition("#")
+    if sep and number.isdigit() and not os.path.exists(tape):
+        if record is not None and record != int(number):
+            raise Failure(f"{tape} names record {number} but --record says {record}: give one")
+        return name, int(number)
+    return tape, record
+
+
 @main.command()
-@click.argument("tape", type=click.Path(dir_okay=False))
+@click.argument("tape", metavar="TAPE[#RECORD]", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text", show_default=True)
-def show(tape, fmt):
-    """Print a tape: a timeline, or every record as JSON.
+@click.option("--record", "record_number", type=click.IntRange(min=0), metavar="N",
+              help="Print record N whole, its message pretty-printed (as `TAPE#N`, the way check cites records).")
+@click.option("--session", "sessions", multiple=True, metavar="ID",
+              help="Only this session: its id, or its start as the timeline shows it (stdio#1, stateless).")
+@click.option("--method", "methods", multiple=True, metavar="METHOD",
+              help="Only records about this JSON-RPC method (requests, their answers and streams) or HTTP method; "
+                   "wildcards: 'tools/*'.")
+@click.option("--exchange", "exchanges", multiple=True, type=click.IntRange(min=0), metavar="N",
+              help="Only this HTTP exchange (the ex column).")
+@click.option("--status", "statuses", multiple=True, metavar="CODE",
+              help="Only HTTP exchanges answered with this status (404) or class (4xx), their requests included.")
+@click.option("--grep", metavar="REGEX",
+              help="Only records whose JSON (as --format jsonl prints it) matches this regular expression; "
+                   "(?i) ignores case.")
+@click.option("--around", metavar="RECORD[:N]", help="Only the N records either side of RECORD (default 5).")
+@click.option("-f", "--follow", is_flag=True,
+              help="Print records as they are recorded (a tape another mcptape is writing); stops when the "
+                   "recording ends, or with Ctrl-C.")
+@_colour_option
+def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep, around, follow, colour):
+    """Print a tape: a timeline, one record whole, or the records as JSON.
+
+    Filters combine: a record is shown when it matches every filter given; a filter given twice matches either
+    value. The first column is the record number that check cites and --record, --around take.
 
     \b
     Examples:
       mcptape show run.mcptape
-      mcptape show run.mcptape --format json > run.json
-      mcptape show big.mcptape --format jsonl | grep tools/call
+      mcptape show run.mcptape --status 4xx         # the refused requests, and their sessions
+      mcptape show run.mcptape --session 1a3084d6 --method tools/call
+      mcptape show run.mcptape --grep 'Session not found'
+      mcptape show run.mcptape --around 26:3        # records 23 to 29
+      mcptape show run.mcptape#26                   # record 26 whole, as check cites it
+      mcptape show run.mcptape --record 26 --format json
+      mcptape show --follow run.mcptape             # a recording as it happens; ends with it
+      mcptape show big.mcptape --method 'tools/*' --format jsonl > calls.jsonl
     """
-    from .show import timeline
+    import re
+
+    from . import show as timeline
+    from .tape import json_form
+    from .tape.file import Reader
+
+    tape, record_number = _tape_and_record(tape, record_number)
+    try:
+        selection = timeline.Selection(
+            tuple(sessions), tuple(methods), tuple(exchanges), tuple(timeline.parse_status(s) for s in statuses),
+            re.compile(grep) if grep is not None else None, timeline.parse_around(around) if around else None)
+    except ValueError as e:
+        raise Failure(str(e)) from None
+    except re.error as e:
+        raise Failure(f"--grep {grep!r}: not a regular expression: {e}") from None
+    if record_number is not None and (selection or follow):
+        raise Failure("--record prints one record: it takes no filters and no --follow")
+    if follow and fmt == "json":
+        raise Failure("--follow prints records as they come: use --format text or jsonl")
+    colour = _colour(colour)
+    if follow and not os.path.exists(tape):
+        click.echo(f"mcptape: waiting for {tape} to be created (Ctrl-C stops)", err=True)
+    try:
+        reader = Reader(tape, follow=follow)
+        if record_number is not None:
+            _show_record(reader, record_number, fmt, colour)
+            return
+        matched = 0
+
+        def picked():
+            nonlocal matched
+            for row in selection.select(timeline.rows(reader.path, reader, bool(selection.methods))):
+                matched += 1
+                yield row
+
+        if fmt == "text":
+            click.echo(timeline.paint(timeline.HEADING, "dim", colour), color=colour)
+            lines = (line for row in picked() for line in timeline.lines(row, colour))
+        elif not selection:
+            lines = (json_form.lines if fmt == "jsonl" else _document)(reader.header, reader)
+        else:
+            lines = (json_form.lines if fmt == "jsonl" else _document)(
+                reader.header, ((row.record, row.seq) for row in picked()), numbered=True)
+        for line in lines:
+            click.echo(line, color=colour)
+        if selection and not matched:
+            click.echo("mcptape: no record matches the filters", err=True)
+    except KeyboardInterrupt:  # the way to stop following a recording that goes on
+        return
+    _warn_truncated(tape, reader.truncated, reader.count, "showed")
+
+
+def _warn_truncated(tape: str, truncated: str | None, count: int, done: str) -> None:
+    """A tape cut short (a recorder killed mid-write) is read up to its tear: say so, whatever reads it."""
+    if truncated:
+        click.echo(f"mcptape: {tape}: tape is truncated ({truncated}); {done} the {count} complete records "
+                   f"before it", err=True)
+
+
+def _document(header, items, numbered: bool = False):
+    from .tape import json_form
+
+    yield json_form.dumps(json_form.document(header, items, numbered), indent=1)
+
+
+def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
+    from . import show as timeline
+    from .tape import json_form
+
+    for row in timeline.rows(reader.path, reader):
+        if row.seq == number:
+            if fmt == "text":
+                for line in timeline.whole(row, colour):
+                    click.echo(line, color=colour)
+            else:
+                click.echo(json_form.dumps(json_form.record_to_json(row.record, row.seq),
+                                           indent=1 if fmt == "json" else None))
+            return
+    torn = f" before it is torn ({reader.truncated})" if reader.truncated else ""
+    raise Failure(f"{reader.path} has no record {number}: its records are 0 to {reader.count - 1}{torn}"
+                  if reader.count else f"{reader.path} has no records{torn}")
+
+
+@main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "har"]), required=True,
+              help="json: one document; jsonl: the header line, then one record per line (`mcptape import` reads "
+                   "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (default: stdout).")
+def export(tape, fmt, output):
+    """Write a tape in a format other tools read.
+
+    \b
+    Examples:
+      mcptape export run.mcptape --format har -o run.har
+      mcptape export run.mcptape --format json -o run.json
+      mcptape export big.mcptape --format jsonl | grep tools/call
+    """
+    _export(tape, fmt, output)
+
+
+def _export(tape: str, fmt: str, output: str | None) -> None:
     from .tape import json_form
     from .tape.file import Reader
 
     reader = Reader(tape)
-    if fmt == "json":
-        click.echo(json_form.dumps(json_form.document(reader.header, reader), indent=1))
+    if fmt == "har":
+        from . import har
+
+        try:
+            chunks = [json_form.dumps(har.document(reader), indent=1) + "\n"]
+        except har.NotHttp as e:
+            raise Failure(f"{tape}: {e}") from None
+    elif fmt == "json":
+        chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
     else:
-        lines = json_form.lines(reader.header, reader) if fmt == "jsonl" else timeline(reader.path, reader)
-        for line in lines:
-            click.echo(line)
-    if reader.truncated:
-        click.echo(f"mcptape: {tape}: tape is truncated ({reader.truncated}); showed the "
-                   f"{reader.count} complete records before it", err=True)
+        chunks = (line + "\n" for line in json_form.lines(reader.header, reader))
+    _write_output(chunks, output)
+    _warn_truncated(tape, reader.truncated, reader.count, "exported")
+
+
 
 
 @main.command()
@@ -334,7 +549,11 @@ def show(tape, fmt):
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding is at or above this severity.")
-def check(tapes, fmt, fail_on):
+@click.option("--require-redacted", is_flag=True,
+              help="Exit 1 when a tape was recorded without redaction or still holds a secret (named by record "
+                   "and JSON pointer).")
+@_colour_option
+def check(tapes, fmt, fail_on, require_redacted, colour):
     """Flag protocol faults in tapes, each with the spec clause it rests on.
 
     Several tapes are checked together as one history, in the order given.
@@ -344,22 +563,148 @@ def check(tapes, fmt, fail_on):
       mcptape check run.mcptape
       mcptape check yesterday.mcptape today.mcptape --format json
       mcptape check run.mcptape --format sarif > mcptape.sarif
+      mcptape check run.mcptape --require-redacted     # before attaching it to a bug report
     """
     from .check import at_or_above
     from .check import check as run_check
     from .check import report
 
-    findings = list(run_check(list(tapes)))
-    code = _exit_with(1 if any(at_or_above(f.severity, fail_on) for f in findings) else 0)
+    tapes = _tapes(tapes)
+    findings = list(run_check(tapes))
+    unredacted = [(tape, *problem) for tape in tapes for problem in _unredacted(tape)] if require_redacted else []
+    failed = unredacted or any(at_or_above(f.severity, fail_on) for f in findings)
+    code = _exit_with(1 if failed else 0)
     if fmt == "text":
-        for line in report.text(findings, list(tapes)):
-            click.echo(line)
+        from .show import ERROR, WARNING, paint
+
+        colour = _colour(colour)
+        for line in report.text(findings, list(tapes)):  # a finding's first line starts with its severity
+            tone = {"error": ERROR, "warning": WARNING}.get(line.split(" ", 1)[0])
+            click.echo(paint(line, tone, colour), color=colour)
+        for tape, number, where, rule in unredacted:
+            click.echo(_unredacted_line(tape, number, where, rule))
     else:
         from .tape import json_form
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        if fmt == "json" and require_redacted:
+            doc["unredacted"] = [{"tape": tape, "record": number, "pointer": where, "rule": rule}
+                                 for tape, number, where, rule in unredacted]
+        elif unredacted:
+            for tape, number, where, rule in unredacted:
+                click.echo(_unredacted_line(tape, number, where, rule), err=True)
         click.echo(json_form.dumps(doc, indent=1))
     raise SystemExit(code)
+
+
+def _unredacted(tape: str):
+    from .redact import unredacted
+    from .tape.file import Reader
+
+    reader = Reader(tape)
+    return unredacted(reader.header, reader)
+
+
+def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> str:
+    fix = f"run: mcptape redact {tape} -o REDACTED.mcptape"
+    if number is None:
+        return f"{tape}: not redacted ({where}); {fix}"
+    if rule == "not-redacted":
+        return f"{tape}#{number} {where}: not redacted (a recording run without body redaction); {fix}"
+    return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
+
+
+def _write_output(chunks: Iterable[str], output: str | None) -> None:
+    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout."""
+    if output is None:
+        for chunk in chunks:
+            click.echo(chunk, nl=False)
+        return
+    part = output + ".part"
+    try:
+        with open(part, "w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(part, output)
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    finally:
+        if os.path.exists(part):
+            os.remove(part)
+    click.echo(f"mcptape: wrote {output}", err=True)
+
+
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "mermaid", "json"]), default="md",
+              show_default=True, help="md: GitHub Markdown with a Mermaid diagram; html: one self-contained page; "
+                                      "mermaid: the diagram alone; json: the report's data.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report here (default: stdout).")
+def report(tapes, fmt, output):
+    """One page that tells what happened: sessions and their life, calls with outcome and duration, statuses,
+    findings with their spec clauses and whom they blame, a sequence diagram, and the messages each finding is
+    about. Several tapes are one history, in the order given (as check reads them).
+
+    \b
+    Examples:
+      mcptape report run.mcptape > report.md
+      mcptape report run.mcptape --format html -o report.html
+      mcptape report run.mcptape --format mermaid
+      mcptape report bug.zip --format json
+    """
+    from .report import build, render
+
+    _write_output([render(build(_tapes(tapes)), fmt)], output)
+
+
+def _tapes(paths) -> list[str]:
+    """The tapes named, a bundle standing for the tapes it holds (commands that read several tapes)."""
+    from .tape.bundled import BundleError, expand
+
+    try:
+        return expand(list(paths))
+    except BundleError as e:
+        raise Failure(str(e)) from None
+
+
+@main.command()
+@click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The bundle to write (a .zip).")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--redact", is_flag=True, help="Redact the tapes into the bundle (as `mcptape redact` does).")
+@click.option("--allow-secrets", is_flag=True, help="Bundle tapes that still hold secrets (unsafe; warns).")
+def bundle(tapes, output, force, redact, allow_secrets):
+    """One file to attach to a bug report: the tapes, each as JSON, report.md and report.html, report.har (HTTP
+    tapes), findings.json and a README that says how to replay and check it. Every command that reads a tape
+    reads the bundle as it is.
+
+    A tape that still holds a secret (a credential, a secret-shaped string) is refused, naming where, unless
+    --redact or --allow-secrets is given.
+
+    \b
+    Examples:
+      mcptape bundle run.mcptape -o bug.zip
+      mcptape bundle before.mcptape after.mcptape -o bug.zip --redact
+      mcptape check bug.zip
+      mcptape replay bug.zip --listen 127.0.0.1:8765
+    """
+    from .bundle import Refused, make
+
+    if os.path.exists(output) and not force:
+        raise Failure(f"{output} already exists (use --force to replace it)")
+    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise Failure(f"-o {output}: not a file in an existing directory")
+    tapes = _tapes(tapes)
+    try:
+        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets)
+    except Refused as e:
+        raise Failure(str(e)) from None
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    if allow_secrets:
+        click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
+                   err=True)
+    click.echo(f"mcptape: wrote {output}: {', '.join(names)}", err=True)
 
 
 @main.command()
@@ -369,12 +714,13 @@ def check(tapes, fmt, fail_on):
 @click.option("--stdio", is_flag=True, help="Serve on stdin/stdout: use this as a client's server command.")
 @click.option("--log", metavar="FILE", help="Record what the client did into this tape (with --stdio, FILE may hold "
                                             "{n}: each start takes the first free number).")
+@click.option("--force", is_flag=True, help="Replace the --log FILE if it exists.")
 @click.option("--ignore", multiple=True, metavar="POINTER",
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
 @click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
 @_edit_options
-def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
+def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_file):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -394,8 +740,10 @@ def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
         replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
-    if log and os.path.exists(log):
-        raise Failure(f"{log} already exists (--log writes a new tape)")
+    _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
+    if log and os.path.exists(log) and not force:
+        raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
+    log_mode = "force" if force else "new"
     if stdio:
         from . import TOOL
         from .replay import stdio as stdio_replay
@@ -403,7 +751,7 @@ def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
         from .tape.file import TapeError, create_from_template
 
         try:  # a client may start its server several times: `--log 'client-{n}.mcptape'` gives each its own
-            writer = create_from_template(log, records.header(time.time(), TOOL)) if log else None
+            writer = create_from_template(log, records.header(time.time(), TOOL), mode=log_mode) if log else None
         except TapeError as e:
             raise Failure(str(e)) from None
         try:
@@ -414,11 +762,11 @@ def replay(tape, listen, stdio, log, ignore, pace, strict, edit, edits_file):
             if writer is not None:
                 writer.close()
     else:
-        _replay_http(tape, listen, ignore, log, pace, replayer)
+        _replay_http(tape, listen, ignore, log, log_mode, pace, replayer)
     _replay_summary(replayer, strict)
 
 
-def _replay_http(tape, listen, ignore, log, pace, replayer) -> None:
+def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
     import asyncio
 
     from .replay import serving
@@ -431,7 +779,7 @@ def _replay_http(tape, listen, ignore, log, pace, replayer) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with serving(tape, host, port, tuple(ignore), log, pace, replayer) as replay:
+        async with serving(tape, host, port, tuple(ignore), log, pace, replayer, log_mode=log_mode) as replay:
             click.echo(f"mcptape: replaying {tape} at {replay.url} (Ctrl-C stops)")
             sys.stdout.flush()
             await stop.wait()
@@ -450,7 +798,16 @@ def _replay_summary(replayer, strict: bool) -> None:
         raise SystemExit(1)
 
 
-@main.command(name="edits")
+class _WithEditReference(click.Command):
+    """A command whose help ends with the whole edit language, as written (a pip user has no README)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from .edits.reference import REFERENCE
+
+        formatter.write("\n" + REFERENCE)
+
+
+@main.command(name="edits", cls=_WithEditReference)
 @click.argument("tape", type=click.Path(dir_okay=False))
 @_edit_options
 def edits_(tape, edit, edits_file):
@@ -482,6 +839,7 @@ def edits_(tape, edit, edits_file):
             click.echo(f"    -> {describe(plan)}")
     except TapeError as e:
         raise Failure(str(e)) from None
+    _warn_truncated(tape, reader.truncated, reader.count, "tried the edits on")
     _warn_unfired(editor)
 
 
@@ -517,7 +875,11 @@ def diff_(tape_a, tape_b, fmt, ignore):
     else:
         for d in differences:
             where = f" at {d.path}" if d.path else ""
-            change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
+            if d.kind in ("only-in-a", "only-in-b"):  # the outcome it had in the one tape that holds it
+                mine, other = ("a", "b") if d.kind == "only-in-a" else ("b", "a")
+                change = f": {d.a if mine == 'a' else d.b} in {mine}, no such call in {other}"
+            else:
+                change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
             click.echo(f"{d.kind:20} {d.call}{where}{change}")
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")
     raise SystemExit(code)
@@ -563,6 +925,8 @@ def import_(source, output, force):
         header, items = json_form.parse_document(text)
     except ValueError as e:
         raise Failure(f"{source}: {e}") from None
+    if os.path.exists(output) and not force:
+        raise Failure(f"{output} already exists (add --force to replace it)")
     with Writer(output, header, "force" if force else "new") as writer:
         for item in items:
             writer.write(item)
@@ -570,9 +934,48 @@ def import_(source, output, force):
 
 
 @main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The redacted tape to write.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@_redact_options
+def redact(source, output, force, redact_header, redact_path, keep_path):
+    """Write a redacted copy of a tape (one recorded with --no-redact, or before redaction covered bodies).
+
+    What recording redacts by default is redacted here too, under a new pseudonym key; what is already a
+    pseudonym stays as it is. The copy replays, diffs and checks like the original.
+
+    \b
+    Examples:
+      mcptape redact run.mcptape -o run.redacted.mcptape
+      mcptape redact run.mcptape -o shared.mcptape --redact-path /result/structuredContent/email
+      mcptape check shared.mcptape --require-redacted
+    """
+    from .redact import redacted_tape
+    from .tape.file import Reader, Writer
+
+    if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
+        raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
+    redactor = _redactor(redact_header, redact_path, keep_path)
+    reader = Reader(source)
+    header, redacted = redacted_tape(reader.header, reader, redactor)
+    count = 0
+    with Writer(output, header, "force" if force else "new") as writer:
+        for record in redacted:
+            writer.write(record)
+            count += 1
+    if reader.truncated:
+        click.echo(f"mcptape: {source}: tape is truncated ({reader.truncated}); redacted the {count} complete "
+                   f"records before it", err=True)
+    click.echo(f"mcptape: wrote {count} redacted records to {output}", err=True)
+
+
+@main.command()
 @click.argument("name", required=False)
 def addons(name):
-    """Print the paths of the mitmproxy addon scripts, for mitmdump -s.
+    """Print the paths of the mitmproxy addon scripts (all, or the one NAMEd), for mitmdump -s.
+
+    They are the files of the top-level addons/ folder, installed as the package mcptape.addons; from a checkout,
+    `mitmdump -s addons/record.py` loads the same file.
 
     \b
     Example:
@@ -580,9 +983,34 @@ def addons(name):
     """
     from importlib import resources
 
-    folder = resources.files("mcptape") / "addons"
+    folder = resources.files("mcptape.addons")
     scripts = sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".py") and p.name != "__init__.py")
     if name is not None and name not in scripts:
         raise Failure(f"no addon named {name!r} (there are: {', '.join(scripts)})")
     for script in [name] if name else scripts:
         click.echo(str(folder / f"{script}.py"))
+
+
+@main.command(name="help")
+@click.argument("topic", required=False, metavar="[edits|COMMAND]")
+@click.pass_context
+def help_(ctx, topic):
+    """Print the reference of a topic (edits: the edit language), or a command's help.
+
+    \b
+    Examples:
+      mcptape help edits
+      mcptape help show
+    """
+    if topic == "edits":
+        from .edits.reference import REFERENCE
+
+        click.echo(REFERENCE, nl=False)
+        return
+    group = ctx.parent.command
+    command = group.get_command(ctx, topic) if topic else group
+    if command is None:
+        raise Failure(f"no command or topic named {topic!r} (topics: edits; commands: "
+                      f"{', '.join(group.list_commands(ctx))})")
+    with click.Context(command, info_name=topic or "mcptape", parent=ctx.parent if topic else None) as sub:
+        click.echo(command.get_help(sub))

@@ -84,6 +84,15 @@ class Session:
     # client closed the server's stdin; s2c, the server closed its stdout
     left: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def short(self) -> str:
+        """How show and diff name it: the start of its id; stdio#N (the Nth run of a stdio server); stateless."""
+        if self.transport == STDIO:
+            return "stdio" + self.label[self.label.rfind("#"):]
+        if self.transport == STATELESS:
+            return "stateless"
+        return self.label[:8]
+
 
 @dataclass(slots=True)
 class Exchange:

@@ -254,3 +254,33 @@ def stdio_tape(tmp_path_factory) -> str:
     argv = [MCPTAPE, "record", "-o", str(tape), "--", sys.executable, "-m", "mcptape.demo.server", "--stdio"]
     anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
     return str(tape)
+
+
+@pytest.fixture(scope="session")
+def real_tapes(tmp_path_factory) -> dict[str, str]:
+    """Real conversations of the demo SDK client and server, recorded once for the tests that read tapes (report,
+    export, bundle): `session` (2025-11-25 Streamable HTTP), `stateless` (2026-07-28), `edited` (the session
+    tape replayed with the session expired by an edit before the 2nd tools/call, the client's side logged) and
+    `stdio` (through the stdio wrapper)."""
+    from mcp import StdioServerParameters
+
+    from mcptape.demo.client import script
+    from mcptape.replay import replaying
+
+    folder = tmp_path_factory.mktemp("real")
+    tapes = {name: str(folder / f"{name}.mcptape") for name in ("session", "stateless", "edited", "stdio")}
+    port = free_port()
+    server = spawn_demo(port, "--event-store")
+    try:
+        for name, mode in (("session", "legacy"), ("stateless", "2026-07-28")):
+            recording = start_recording(f"http://127.0.0.1:{port}/mcp", Path(tapes[name]))
+            anyio.run(script, recording.url, mode)
+            assert recording.stop()[0] == 0
+    finally:
+        stop(server)
+    with replaying(tapes["session"], edits=["expire-session at=tools/call#2"], log=tapes["edited"]) as url:
+        lines = anyio.run(script, url, "legacy")
+    assert "countdown error: Session not found" in lines
+    argv = [MCPTAPE, "record", "-o", tapes["stdio"], "--", sys.executable, "-m", "mcptape.demo.server", "--stdio"]
+    anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    return tapes

@@ -11,11 +11,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcptape import har
 from mcptape.check import check
 from mcptape.check.diff import diff
 from mcptape.edits import Editor, dry_run, parse
 from mcptape.replay.recorded import load
 from mcptape.replay.serve import Replayer
+from mcptape.report import FORMATS, build, render
 from mcptape.show import timeline
 from mcptape.tape import json_form, records
 from mcptape.tape.file import Reader
@@ -85,6 +87,10 @@ def test_every_reader_takes_every_tape(items):
         findings = list(check([path]))
         assert all(f.rule and f.spec for f in findings)
         assert diff(path, path) == []  # a tape is equal to itself
+        report = build([path])
+        assert all(render(report, fmt) for fmt in FORMATS)
+        if not any(r["kind"].startswith("stdio.") for r in items):
+            assert len(har.document(Reader(path))["log"]["entries"]) == sum(r["kind"] == "http.request" for r in items)
         replayer = Replayer(load(path))
         session = replayer.open_session()
         for record in items:

@@ -62,7 +62,7 @@ def test_changed_results_extra_calls_and_new_findings(tmp_path):
     assert any(k == "only-in-b" for k, _ in kinds)  # the second add and the cancelled countdown
     assert ("finding-new-in-b", "cancelled-without-response") in kinds
     changed = next(d for d in report["differences"] if d["path"] == "/result/structuredContent/result")
-    assert (changed["a"], changed["b"]) == (2, 3) and changed["call"] == "session 1 c2s tools/call #1"
+    assert (changed["a"], changed["b"]) == (2, 3) and changed["call"] == "session 1 (stdio#1) tools/call (1st) add"
     assert report["summary"]["differences"] == len(report["differences"])
 
 

@@ -101,7 +101,7 @@ def test_live_ids_sessions_and_misses(demo_server, record):
         _, _, [error] = post(url, miss, session)
         assert error["id"] == 7 and error["error"]["code"] == -32603
         assert error["error"]["message"].startswith("mcptape: no recorded answer for tools/call")
-        assert "['arguments']['b']" in error["error"]["message"] and error["error"]["data"]["closest"]["record"] >= 0
+        assert "differs at /params/arguments/b" in error["error"]["message"] and error["error"]["data"]["closest"]["record"] >= 0
         # sessions: none -> 400, unknown -> 404, deleted -> 404
         assert post(url, miss)[0] == 400
         assert post(url, miss, "not-a-session")[0] == 404

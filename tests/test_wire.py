@@ -77,7 +77,7 @@ def test_jsonrpc_kinds_and_descriptions():
     assert jsonrpc.kind({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}) == "request"
     assert jsonrpc.kind({"jsonrpc": "2.0", "method": "notifications/initialized"}) == "notification"
     assert jsonrpc.describe({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}) \
-        == "error #None -32600 Session not found"
+        == "error #null -32600 Session not found"
     assert jsonrpc.parse(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}').problem is None
     assert jsonrpc.parse(b"  ") == jsonrpc.Body()
 

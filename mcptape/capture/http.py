@@ -51,7 +51,7 @@ Clock = Callable[[], float]  # seconds since the epoch, as time.time
 
 class HttpCapture:
     def __init__(self, sink: RecordSink, redactor: Redactor, scope: Scope, clock: Clock = time.time) -> None:
-        self.sink = sink
+        self.sink = _Redacting(sink, redactor) if redactor.enabled else sink
         self.clock = clock
         self.redactor = redactor
         self.scope = scope
@@ -202,6 +202,16 @@ class HttpCapture:
         if self.scope.endpoints:
             self.scope.endpoints.add(split.path)
         return http.legacy_session(http.query_pairs(uri))
+
+
+class _Redacting:
+    """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place."""
+
+    def __init__(self, sink: RecordSink, redactor: Redactor) -> None:
+        self.sink, self.redactor = sink, redactor
+
+    def write(self, record: records.Record) -> None:
+        self.sink.write(self.redactor.record(record))
 
 
 @dataclass(frozen=True)

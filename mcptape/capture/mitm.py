@@ -91,10 +91,11 @@ class _Discard:
 
 class _TapeSink:
     """The capture's writer, guarded: a tape that can no longer be written (a full disk, a file gone bad) stops the
-    recording once, saying so, and never the traffic. What was written before stays readable (one frame a write)."""
+    recording once, saying so, and never the traffic. What was written before stays readable (one frame a write).
+    A watcher (record's live view) is told of each record once it is written."""
 
-    def __init__(self, writer: Writer) -> None:
-        self.writer = writer
+    def __init__(self, writer: Writer, watch: Callable[[records.Record], None] | None = None) -> None:
+        self.writer, self.watch = writer, watch
         self.failure: str | None = None
 
     def write(self, record: records.Record) -> None:
@@ -105,13 +106,20 @@ class _TapeSink:
         except Exception as e:
             self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
             logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
+            return
+        if self.watch is not None:
+            try:
+                self.watch(record)
+            except Exception as e:  # the view never costs the tape a record
+                logger.error(f"mcptape: the live view failed: {type(e).__name__}: {e}")
 
 
 class Recorder:
-    def __init__(self, clock: Clock = time.time) -> None:
+    def __init__(self, clock: Clock = time.time, watch: Callable[[records.Record], None] | None = None) -> None:
         # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
         # test can run the addon in memory and know every record's t
         self.clock = clock
+        self.watch = watch
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
@@ -130,6 +138,10 @@ class Recorder:
         )
         loader.add_option("mcptape_redact_header", Sequence[str], [], "Also redact this header (repeatable).")
         loader.add_option("mcptape_no_redact", bool, False, "Record credentials as they are (unsafe).")
+        loader.add_option("mcptape_redact_path", Sequence[str], [],
+                          "Also redact this part of every message (JSON pointer, e.g. /params/arguments/query).")
+        loader.add_option("mcptape_keep_path", Sequence[str], [],
+                          "Never redact this part of every message (JSON pointer, e.g. /result/content/0/text).")
         loader.add_option("mcptape_record_all", bool, False, "Record bodies of non-MCP exchanges too.")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
@@ -157,13 +169,14 @@ class Recorder:
         mode = "append" if ctx.options.mcptape_append else "force" if ctx.options.mcptape_force else "new"
         now = self.clock()
         try:
-            self.writer = Writer(path, records.header(now, TOOL), mode)
-        except TapeError as e:
+            redactor = Redactor(ctx.options.mcptape_redact_header, not ctx.options.mcptape_no_redact,
+                                ctx.options.mcptape_keep_path, ctx.options.mcptape_redact_path)
+            self.writer = Writer(path, records.header(now, TOOL, redactor.describe()), mode)
+        except (TapeError, ValueError) as e:
             raise exceptions.OptionsError(str(e)) from None
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
-        redactor = Redactor(ctx.options.mcptape_redact_header, enabled=not ctx.options.mcptape_no_redact)
-        self.capture = HttpCapture(_TapeSink(self.writer), redactor, scope, self.clock)
+        self.capture = HttpCapture(_TapeSink(self.writer, self.watch), redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -77,11 +78,17 @@ async def serve(
     to_stderr.setLevel(logging.WARNING)
     ours.addHandler(to_stderr)
     ours.propagate = False
+    if verbose:  # mitmproxy's own log at info (connections, flows' errors), as mitmdump prints it, on stderr
+        mitm_logger.setLevel(logging.INFO)
     startup = _Startup(errors, lambda addrs: (mitm_logger.removeHandler(errors), on_ready(addrs)))
     opts = options.Options()
     m = master.Master(opts)
     m.addons.add(*default_addons())
     m.addons.add(recorder, startup)
+    if verbose:
+        from mitmproxy.addons.termlog import TermLog
+
+        m.addons.add(TermLog(sys.stderr))
     try:
         opts.update(**settings)
     except exceptions.OptionsError as e:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from .. import TOOL
+from ..redact import Redactor
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
@@ -30,9 +31,10 @@ _CHUNK = 65536
 
 
 class StdioRecorder:
-    def __init__(self, argv: list[str], writer: Writer, editor=None) -> None:
+    def __init__(self, argv: list[str], writer: Writer, editor=None, redactor: Redactor | None = None) -> None:
         self.argv = argv
         self.writer = writer
+        self.redactor = redactor or Redactor()
         self._lock = threading.Lock()
         self.failure: str | None = None  # set when the tape could not be written: relaying goes on regardless
         # Live edits (edits.Editor): the plans for requests in flight, by id; the server's answers are then relayed
@@ -49,14 +51,15 @@ class StdioRecorder:
             if self.failure is not None:
                 return
             try:
-                self.writer.write(make(time.time()))
+                self.writer.write(self.redactor.record(make(time.time())))
             except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
                 self.failure = f"{type(e).__name__}: {e}"
                 _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
 
     def run(self) -> int:
         """Run the server to its end. Returns its exit code, or minus the signal that ended it."""
-        self.record(lambda t: records.capture_start(t, TOOL, {"stdio": self.argv, "cwd": os.getcwd()}, {}))
+        self.record(lambda t: records.capture_start(t, TOOL, {"stdio": self.argv, "cwd": os.getcwd()},
+                                                   self.redactor.describe()))
         try:
             proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     bufsize=0, process_group=0)

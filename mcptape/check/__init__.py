@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Model, collector_paused
+from ..model import Model, Observer, collector_paused
 from ..tape.file import Reader
 from . import spec
 from .rules import SEVERITIES, Finding, all_rules
 
 
-def check(paths: list[str]) -> Iterator[Finding]:
-    """Findings in tape order. Raises TapeError for a tape that cannot be read at all."""
+def check(paths: list[str], watchers: list[Observer] = ()) -> Iterator[Finding]:
+    """Findings in tape order. Raises TapeError for a tape that cannot be read at all. `watchers` read the same
+    pass (the report collects what it shows beside the findings); what they return is not yielded."""
     readers = [Reader(path) for path in paths]  # open them all first: an unreadable one fails before any output
-    model = Model(all_rules())
+    model = Model([*all_rules(), *watchers])
     with collector_paused():
         for reader in readers:
             yield from model.feed_tape(reader.path, reader)

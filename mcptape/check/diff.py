@@ -2,8 +2,9 @@
 
 Calls are aligned by (session order, direction, method, ordinal): the 3rd `tools/call` the client sent in the
 2nd session of A meets the 3rd one in the 2nd session of B. What always differs between two runs (JSON-RPC ids,
-session ids, progress tokens, timestamps) is never compared; `--ignore POINTER` drops more. Pairs are compared
-for equality first; deepdiff (imported only then) explains the pairs that differ.
+session ids, progress tokens, timestamps) is never compared, nor a redacted value against what stands in its place
+(redact.blend); `--ignore POINTER` drops more. Pairs are compared for equality first; deepdiff (imported only
+then) explains the pairs that differ.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Call, Model, Observer, collector_paused
+from ..redact import blend
 from ..wire import jsonrpc, pointer
 from ..tape.file import Reader, decode_payload, pack
 from .rules import Finding, all_rules
@@ -45,6 +47,8 @@ class _Called:
     method: str
     outcome: str
     packed: bytes  # (params, answer)
+    session_name: str  # as show names it
+    name: str | None  # the tool, prompt or resource it is about
 
     def unpacked(self) -> tuple[Any, Any]:
         params, answer = decode_payload(self.packed)
@@ -60,8 +64,11 @@ class _Collect(Observer):
         session = self.sessions.setdefault(id(call.session), len(self.sessions))
         outcome = _outcome(call)
         answer = call.response.get(outcome) if call.answered else None
-        packed = pack([_drop_noise(call.request.get("params")), _drop_noise(answer)])
-        self.calls.append(_Called(call.seq, session, call.dir, call.method, outcome, packed))
+        params = call.request.get("params")
+        packed = pack([_drop_noise(params), _drop_noise(answer)])
+        name = (params.get("name") or params.get("uri")) if isinstance(params, dict) else None
+        self.calls.append(_Called(call.seq, session, call.dir, call.method, outcome, packed, call.session.short,
+                                  name if isinstance(name, str) else None))
 
 
 def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
@@ -97,9 +104,15 @@ def _read_both(path_a: str, path_b: str) -> list[tuple[dict[Key, _Called], list[
         return list(pool.map(_read, [path_a, path_b]))
 
 
-def _label(key: Key) -> str:
+def _label(key: Key, a: _Called | None, b: _Called | None) -> str:
+    """`session 1 (1a3084d6) tools/call (2nd) add`: the session's order and id (both when the tapes differ),
+    the method and its ordinal in the session, the tool, prompt or resource."""
     order, direction, method, ordinal = key
-    return f"session {order + 1} {direction} {method} #{ordinal}"
+    names = dict.fromkeys(c.session_name for c in (a, b) if c is not None)
+    name = next((c.name for c in (a, b) if c is not None and c.name), None)
+    suffix = "th" if 10 <= ordinal % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(ordinal % 10, "th")
+    return (f"session {order + 1} ({' | '.join(names)}) {'' if direction == 'c2s' else direction + ' '}{method} "
+            f"({ordinal}{suffix}){' ' + name if name else ''}")
 
 
 _ANSWERED = ("result", "error")
@@ -130,7 +143,7 @@ def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
     out: list[Difference] = []
     for key in sorted(calls_a.keys() | calls_b.keys()):
         a, b = calls_a.get(key), calls_b.get(key)
-        label = _label(key)
+        label = _label(key, a, b)
         if a is None or b is None:
             out.append(Difference("only-in-b" if a is None else "only-in-a", label, None,
                                   a.outcome if a else None, b.outcome if b else None))
@@ -161,6 +174,7 @@ def _compare(kind: str, label: str, a: Any, b: Any, root: str, pointers: list[li
     sub = [p[1:] for p in pointers if p[:1] == [root]]
     for path in sub:
         a, b = pointer.without(a, path), pointer.without(b, path)
+    b = blend(a, b)
     return [] if a == b else _explain(kind, label, a, b, root)
 
 
@@ -187,7 +201,4 @@ def _explain(kind: str, label: str, a: Any, b: Any, root: str) -> list[Differenc
 
 def _pointer(root: str, deepdiff_path: str) -> str:
     """deepdiff's root['a'][0] -> JSON pointer /root/a/0."""
-    import re
-
-    parts = re.findall(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]", deepdiff_path)
-    return "/" + "/".join([root] + [(a or b or c).replace("~", "~0").replace("/", "~1") for a, b, c in parts])
+    return f"/{root}{pointer.from_deepdiff(deepdiff_path)}"

@@ -335,6 +335,8 @@ class Sessions(Observer):
         return []
 
     def finish(self, model: Model) -> Iterator[Finding]:
+        # Both findings are about one event, the client going on with a dead session: both cite its first request
+        # after the death (the death itself is in the message and the transition).
         for session, uses in self.reuse.values():
             first, last, dead = uses[0], uses[-1], session.dead
             how = (f"the client deleted it (record {dead.seq})" if dead.kind == DELETED else
@@ -349,7 +351,7 @@ class Sessions(Observer):
                 yield Finding("no-reinitialize", "error", session.tape, session.label, records.C2S, None, None,
                               f"after 404 for session {session.label} (record {dead.seq}) the client sent "
                               f"{len(uses)} more request(s) but never a new initialize without a session id",
-                              spec.REINITIALIZE, dead.seq, dead.t, dead.injected, transition=dead.to_json())
+                              spec.REINITIALIZE, first[0], first[1], dead.injected, transition=dead.to_json())
 
 
 _HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2025")

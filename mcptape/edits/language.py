@@ -67,9 +67,25 @@ class Edit:
     options: dict[str, Any]
 
 
+def _words(text: str) -> tuple[str, list[str]]:
+    """An edit's words, and its text without a trailing comment: as in a shell, a `#` that begins a word begins a
+    comment (the one in `tools/call#2` does not)."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split, lexer.commenters = True, ""
+    words: list[str] = []
+    while True:
+        start = lexer.instream.tell()
+        word = lexer.get_token()
+        if word is None:
+            return text, words
+        if word.startswith("#"):
+            return text[:start].rstrip(), words
+        words.append(word)
+
+
 def parse(text: str) -> Edit:
     try:
-        words = shlex.split(text, comments=False)
+        text, words = _words(text)
     except ValueError as e:
         raise EditError(f"edit {text!r}: {e} (quote values as in a shell: body=\"Session not found\")") from None
     if not words:

@@ -49,7 +49,8 @@ def pace_function(spec: str):
 @asynccontextmanager
 async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tuple[str, ...] = (),
                   log: str | None = None, pace: str = "fast", replayer: Replayer | None = None,
-                  edits: tuple[str, ...] = (), sock: socket.socket | None = None) -> AsyncIterator[Replay]:
+                  edits: tuple[str, ...] = (), log_mode: str = "new",
+                  sock: socket.socket | None = None) -> AsyncIterator[Replay]:
     """`sock`: a socket already listening, to serve on instead of host:port (its clients may already be
     connecting: they wait in its backlog until the replay is up)."""
     from .. import TOOL
@@ -69,8 +70,9 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         replayer = Replayer(load(tape), list(ignore), editor)
     writer = capture = None
     if log is not None:
-        writer = Writer(log, records.header(time.time(), TOOL))
-        capture = HttpCapture(writer, Redactor(), Scope(set(replayer.recording.paths)))
+        redactor = Redactor()
+        writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()), log_mode)  # "force" replaces
+        capture = HttpCapture(writer, redactor, Scope(set(replayer.recording.paths)))
         capture.start(time.time(), TOOL, {"replay": tape}, 0)
     replay = HttpReplay(replayer, capture, pace_function(pace))
     if sock is not None:

@@ -1,7 +1,8 @@
 """Which recorded answer a live request gets. Like vcrpy's matchers: small pure functions.
 
 A live request matches a recorded one when the methods are equal and the params are equal as JSON values, after
-dropping what differs from run to run (volatile `_meta` keys) and what the user said to ignore (JSON pointers).
+dropping what differs from run to run (volatile `_meta` keys) and what the user said to ignore (JSON pointers); a
+redacted value in the recording matches any live value at its position (redact.blend).
 Unused answers are taken in recorded order; once all are used, the last one serves again. A miss names the
 recorded request that came closest and where it differs (deepdiff, imported only on a miss).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..redact import blend
 from ..wire import jsonrpc, pointer
 from .recorded import Answer
 
@@ -43,7 +45,7 @@ def find(live: dict, candidates: Iterable[tuple[Answer, Any]], ignore: list[list
     wanted = normalize(live, ignore)
     last = None
     for answer, shape in candidates:
-        if shape == wanted:
+        if shape == wanted or blend(shape, wanted) == shape:
             if not used.get(answer):
                 return answer
             last = answer
@@ -60,7 +62,8 @@ def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -
     for answer in candidates:
         if jsonrpc.kind(answer.request) != kind:
             continue  # a request is never "closest" to a notification, nor the other way
-        diff = DeepDiff(normalize(answer.request, ignore), wanted, verbose_level=2).to_dict()
+        shape = normalize(answer.request, ignore)
+        diff = DeepDiff(shape, blend(shape, wanted), verbose_level=2).to_dict()
         size = sum(len(v) if isinstance(v, (dict, list, set)) else 1 for v in diff.values())
         size += 0 if answer.method == live.get("method") else 1000
         if best_size is None or size < best_size:
@@ -69,8 +72,6 @@ def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -
 
 
 def paths(diff: dict) -> list[str]:
-    out = []
-    for items in diff.values():
-        for path in (items.keys() if isinstance(items, dict) else items):
-            out.append(str(path).replace("root", "", 1))
-    return out
+    """Where a miss differs, as the JSON pointers --ignore takes (/params/arguments/message)."""
+    return [pointer.from_deepdiff(str(path)) for items in diff.values()
+            for path in (items.keys() if isinstance(items, dict) else items)]

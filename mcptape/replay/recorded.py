@@ -138,6 +138,8 @@ class Recording:
     paths: frozenset[str]  # HTTP paths the MCP traffic used
     entry: str  # the path a client starts at (the MCP endpoint, or a legacy server's SSE path)
     version: str | None = None  # the revision the tape's traffic negotiated first
+    truncated: str | None = None  # where the tape was torn, when it was (the records before it are served)
+    count: int = 0  # its records
 
 
 def _method(request: Any) -> str | None:
@@ -288,7 +290,8 @@ class _Collect(Observer):
 def load(path: str) -> Recording:
     collect = _Collect()
     model = Model([collect])
-    for _ in model.feed_tape(path, Reader(path)):
+    reader = Reader(path)
+    for _ in model.feed_tape(path, reader):
         pass
     for _ in model.finish():
         pass
@@ -304,7 +307,8 @@ def load(path: str) -> Recording:
     sessions = tuple(s.freeze(frozen) for s in collect.sessions.values())
     entry = next((a.path for a in answers if a.http_method), "/mcp")  # a stdio tape is served at /mcp
     versions = [s.version for s in sessions if s.version]
-    return Recording(sessions, answers, frozenset(collect.paths), entry, versions[0] if versions else None)
+    return Recording(sessions, answers, frozenset(collect.paths), entry, versions[0] if versions else None,
+                     reader.truncated, reader.count)
 
 
 def _place_standalone_events(session: _Session) -> None:

@@ -9,6 +9,9 @@ short: load everything before it, say "truncated") from damage (a length that di
 payload whose CRC is wrong: stop and name the byte offset) instead of decoding garbage. Each frame goes out in one
 unbuffered write, so the only tear a crash can leave is at the end.
 
+A bundle (`mcptape bundle`, a zip) is read where it lies: the Reader opens `bug.zip` or `bug.zip/tapes/NAME.mcptape`
+through tape/bundled.py, and a Writer refuses to append to one.
+
 Numbers: msgpack has no integers beyond 64 bits and no exact decimals, JSON has both; they travel as extension
 types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value comes back as it went in.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +32,7 @@ import msgpack
 
 FORMAT = 1
 MAGIC = b"MCPTAPE" + bytes([FORMAT])
+ZIP_MAGIC = b"PK\x03\x04"  # a bundle (tape/bundled.py)
 _FRAME = struct.Struct(">III")
 # A frame claims its own length, so a damaged or hostile tape could make a reader allocate gigabytes. Real records
 # stay far below this (a 10 MB tool result is a 10 MB record); MCPTAPE_MAX_RECORD_MB raises it for a tape that needs it.
@@ -97,13 +102,27 @@ class Tape:
 class Reader:
     """Iterate a tape's records without holding them all; `header`, `truncated` and `end_offset` are set as read."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], follow: bool = False, poll: float = 0.1) -> None:
+        """follow: read a tape while another process writes it. Where the tape ends, wait for more as long as a
+        writer holds it (Writer's lock); end once none does and what it wrote last has been read."""
         self.path = os.fspath(path)
+        self._damage: tuple[type[Exception], ...] = ()  # what reading a tape inside a bundle raises on damage
+        self._follow, self._poll, self._last_look = follow, poll, False
+        while follow and not os.path.exists(self.path) and not _inside_a_file(self.path):
+            time.sleep(poll)  # not created yet: its recorder is starting
         try:
             self._file: BinaryIO = open(self.path, "rb", buffering=1 << 20)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:
+            self._file = self._in_bundle(e)
         except OSError as e:
             raise TapeError(f"cannot open {self.path}: {e.strerror}") from None
+        if self._file.peek(4)[:4] == ZIP_MAGIC:  # a bundle (zip): its one tape
+            self._file.close()
+            self._file = self._in_bundle(None)
         magic = self._file.read(len(MAGIC))
+        while not magic and self._more():  # created, its header not written yet
+            self._file.seek(0)
+            magic = self._file.read(len(MAGIC))
         if magic[:7] != MAGIC[:7] or len(magic) < len(MAGIC):
             self._file.close()
             if len(magic) < len(MAGIC) and MAGIC.startswith(magic) and magic:
@@ -123,6 +142,19 @@ class Reader:
         self.header: Record = first
         self.count = 0  # records after the header
 
+    def _in_bundle(self, error: OSError | None) -> BinaryIO:
+        """A tape inside a bundle (tape/bundled.py): `bug.zip`, or `bug.zip/tapes/NAME.mcptape`."""
+        from . import bundled
+
+        try:
+            found = bundled.open_tape(self.path)
+        except bundled.BundleError as e:
+            raise TapeError(str(e)) from None
+        if found is None:
+            raise TapeError(f"cannot open {self.path}: {error.strerror if error else 'not a tape'}") from None
+        self._damage = bundled.DAMAGE
+        return found
+
     def _read_frames(self) -> Iterator[Record]:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
         # is its first record (taken by __init__); iterating the reader goes on from there.
@@ -130,9 +162,14 @@ class Reader:
         unpackb, ext_hook = msgpack.unpackb, _ext_hook
         offset, limit = self.end_offset, self.max_record
         try:
-            while head := read(size):
+            while True:
+                head = read(size)
                 if len(head) < size:
-                    self.truncated = f"torn frame header at byte {offset}"
+                    if self._more():
+                        self._file.seek(offset)  # a writer is still at it: read from here again once more came
+                        continue
+                    if head:
+                        self.truncated = f"torn frame header at byte {offset}"
                     return
                 length, check, crc = unpack(head)
                 if length ^ 0xFFFFFFFF != check:
@@ -143,6 +180,9 @@ class Reader:
                                     f"{_megabytes(limit)} limit (set {MAX_RECORD_ENV} to read it if it is real)")
                 payload = read(length)
                 if len(payload) < length:
+                    if self._more():
+                        self._file.seek(offset)
+                        continue
                     self.truncated = f"torn record at byte {offset} ({len(payload)} of {length} bytes)"
                     return
                 if crc32(payload) != crc:
@@ -159,11 +199,36 @@ class Reader:
                 self.end_offset = offset
                 self.count += 1
                 yield record
+        except self._damage as e:
+            raise TapeError(f"{self.path}: the bundle is damaged at byte {offset} of the tape ({e}); "
+                            f"{self.count} records before it are intact") from None
         finally:
             self._file.close()
 
     def __iter__(self) -> Iterator[Record]:
         return self._frames
+
+    def _more(self) -> bool:
+        """Following, at the end of what is written: wait while a writer holds the tape, then take one last look
+        (it may have written more before it let go). False when there is nothing more to wait for."""
+        if not self._follow or self._last_look:
+            return False
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(self._poll)
+            return True
+        fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._last_look = True
+        return True
+
+
+def _inside_a_file(path: str) -> bool:
+    """`bug.zip/tapes/x.mcptape`: a name below a file (a bundle) never appears, so following it must not wait."""
+    head = os.path.dirname(path)
+    while head and not os.path.exists(head):
+        head = os.path.dirname(head)
+    return bool(head) and os.path.isfile(head)
 
 
 def _megabytes(size: int) -> str:
@@ -201,6 +266,9 @@ class Writer:
             raise TapeError(f"{self.path} is being written by another mcptape right now") from None
         self._file: BinaryIO = open(fd, "r+b", buffering=0)
         if mode == "append" and os.fstat(fd).st_size > 0:
+            if os.pread(fd, 4, 0) == ZIP_MAGIC:  # a bundle is read where it lies, never written into
+                self._file.close()
+                raise TapeError(f"{self.path} is a bundle (a zip file): record into a tape of its own")
             try:
                 self.existing = read(self.path)
             except TapeError:

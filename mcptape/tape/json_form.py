@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator
+from itertools import count
 from typing import Any
 
 import simplejson
@@ -48,17 +49,19 @@ def dumps(value: Any, indent: int | None = None) -> str:
         return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
 
 
-def document(header: Record, items: Iterable[Record]) -> Record:
+def document(header: Record, items: Iterable, numbered: bool = False) -> Record:
+    """The JSON form of a tape: `items` are its records, or (record, seq) pairs when `numbered` (some of them)."""
     return {
         "mcptape": FORMAT,
         "header": record_to_json(header, None),
-        "records": [record_to_json(r, seq) for seq, r in enumerate(items)],
+        "records": [record_to_json(r, seq) for r, seq in (items if numbered else zip(items, count()))],
     }
 
 
-def lines(header: Record, items: Iterable[Record]) -> Iterator[str]:
+def lines(header: Record, items: Iterable, numbered: bool = False) -> Iterator[str]:
+    """JSON Lines: the header line, then one line per record (as for `document`)."""
     yield dumps({"mcptape": FORMAT, "header": record_to_json(header, None)})
-    for seq, record in enumerate(items):
+    for record, seq in items if numbered else zip(items, count()):
         yield dumps(record_to_json(record, seq))
 
 

@@ -62,6 +62,7 @@ class HeaderRecord(TypedDict):
     format: int
     t: NotRequired[float]
     tool: NotRequired[str]
+    redaction: NotRequired[dict]  # how the tape was redacted: rule names, never values (redact.Redactor.describe)
 
 
 class CaptureStart(_Common):
@@ -214,8 +215,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def header(t: float, tool: str) -> HeaderRecord:
-    return {"kind": HEADER, "format": FORMAT, "t": t, "tool": tool}
+def header(t: float, tool: str, redaction: Record | None = None) -> HeaderRecord:
+    record: Record = {"kind": HEADER, "format": FORMAT, "t": t, "tool": tool}
+    if redaction is not None:
+        record["redaction"] = redaction
+    return record
 
 
 def body(data: bytes, problem: str | None = None) -> Record:

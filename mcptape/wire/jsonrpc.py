@@ -177,7 +177,7 @@ def type_name(value: JSON) -> str:
     )
 
 
-def _detail(msg: dict) -> str:
+def detail(msg: dict) -> str:
     """The one parameter that says most about a request or notification."""
     params = msg.get("params")
     if not isinstance(params, dict):
@@ -197,14 +197,19 @@ def describe(msg: JSON) -> str:
     """One short human line for a message: `tools/call #3 add`, `result #3`, `error #3 -32600 Session not found`."""
     k = kind(msg)
     if k == "request":
-        return f"{msg['method']} #{msg['id']}{_detail(msg)}"
+        return f"{msg['method']} #{_id(msg['id'])}{detail(msg)}"
     if k == "notification":
-        return f"{msg['method']}{_detail(msg)}"
+        return f"{msg['method']}{detail(msg)}"
     if k == "response":
-        return f"result #{msg.get('id')}"
+        return f"result #{_id(msg.get('id'))}"
     if k == "error":
         err = msg.get("error") or {}
         if isinstance(err, dict):
-            return f"error #{msg.get('id')} {err.get('code')} {err.get('message')}"
-        return f"error #{msg.get('id')}"
+            return f"error #{_id(msg.get('id'))} {err.get('code')} {err.get('message')}"
+        return f"error #{_id(msg.get('id'))}"
     return "invalid message"
+
+
+def _id(value: JSON) -> str:
+    """An id as JSON spells it where Python would not (null, true)."""
+    return value if isinstance(value, str) else json.dumps(value, default=str)

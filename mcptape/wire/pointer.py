@@ -1,13 +1,17 @@
-"""JSON pointers (RFC 6901), as `--ignore` takes them: parse one, and drop what it names from a value."""
+"""JSON pointers (RFC 6901), as `--ignore`, `--keep-path` and `--redact-path` take them: parse one, and drop what it
+names from a value."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+_DEEPDIFF_STEP = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]")
 
-def parse(text: str) -> list[str]:
+
+def parse(text: str, option: str = "--ignore") -> list[str]:
     if not text.startswith("/"):
-        raise ValueError(f"--ignore {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
+        raise ValueError(f"{option} {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
     return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
 
 
@@ -29,3 +33,10 @@ def without(value: Any, pointer: list[str]) -> Any:
         copy[int(head)] = without(value[int(head)], rest) if rest else None
         return copy
     return value
+
+
+def from_deepdiff(path: str) -> str:
+    """deepdiff's `root['params']['arguments'][0]` as the JSON pointer `/params/arguments/0`: what --ignore takes,
+    so a difference can be pasted back."""
+    return "".join("/" + (a or b or c).replace("~", "~0").replace("/", "~1")
+                   for a, b, c in _DEEPDIFF_STEP.findall(path))

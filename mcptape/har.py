@@ -1,0 +1,182 @@
+"""A tape's HTTP exchanges as HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/), the archive browser
+devtools and mitmproxy open. One entry per exchange, in the order the requests were sent.
+
+An SSE response is kept twice: as the stream's text in `response.content.text` (what a HAR viewer shows), and
+event by event under `_eventSourceMessages` (the extension some HAR writers use for EventSource), each with its
+own time, id, type and data, in the order they passed; `_resourceType` and `_error` are Chrome's own. What HAR has
+no field for (how the exchange ended, whether an edit changed it, the MCP session) goes under `_mcptape`; HAR
+readers ignore fields that begin with `_`.
+Bodies are the JSON the tape holds, written out again (a tape keeps parsed JSON, not its bytes); a body that was not
+JSON is kept as it came, base64 where it is not UTF-8.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from . import __version__
+from .tape import records
+from .tape.json_form import dumps
+from .wire import http, sse
+
+
+class NotHttp(ValueError):
+    """The tape holds no HTTP to put into a HAR (a stdio tape)."""
+
+
+def _seconds(record: dict, otherwise: float = 0.0) -> float:
+    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
+    t = record.get("t")
+    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _ms(start: float, end: float | None) -> float:
+    return round(max(0.0, ((end if end is not None else start) - start) * 1000), 3)
+
+
+def _pairs(pairs: Iterable) -> list[dict]:
+    return [{"name": str(name), "value": str(value)} for name, value in pairs or []]
+
+
+def _body(record: dict) -> tuple[str, str | None]:
+    """A record's body as HAR text, and "base64" when it had to be encoded."""
+    if "msg" in record:
+        return dumps(record["msg"]), None
+    raw = record.get("raw")
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode("utf-8"), None
+        except UnicodeDecodeError:
+            return base64.b64encode(raw).decode(), "base64"
+    return "", None
+
+
+def _origin(start: dict | None) -> tuple[str, str | None]:
+    """The scheme and host the recording was made against (a reverse proxy's upstream), where the tape says."""
+    for mode in ((start or {}).get("source") or {}).get("modes") or []:
+        if isinstance(mode, str) and mode.startswith("reverse:"):
+            split = urlsplit(mode[len("reverse:"):])
+            return split.scheme or "http", split.netloc or None
+    return "http", None
+
+
+class _Entry:
+    def __init__(self, request: dict, origin: tuple[str, str | None]) -> None:
+        self.request = request
+        self.response: dict | None = None
+        self.events: list[dict] = []
+        self.stream: list[bytes] = []
+        self.end: dict | None = None
+        self.last_t = _seconds(request)
+        self.scheme, self.host = origin
+
+    def to_har(self) -> dict:
+        q = self.request
+        headers = q.get("headers") or []
+        host = http.get(headers, "host") or self.host or "localhost"
+        query = q.get("query") or []
+        url = f"{self.scheme}://{host}{q.get('path') or '/'}" + (f"?{urlencode([tuple(p) for p in query])}" if query else "")
+        started = _seconds(q)
+        text, encoding = _body(q)
+        request = {"method": q.get("method", ""), "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+                   "headers": _pairs(headers), "queryString": _pairs(query), "headersSize": -1,
+                   "bodySize": len(text.encode()) if text else 0}
+        if text:
+            request["postData"] = {"mimeType": http.get(headers, "content-type") or "application/json", "text": text}
+            if encoding:
+                request["postData"]["comment"] = "base64: the body was not UTF-8"
+        r = self.response or {}
+        response_headers = r.get("headers") or []
+        mime = http.get(response_headers, "content-type") or ""
+        if self.events or self.stream:
+            text, encoding = b"".join(self.stream).decode("utf-8", "replace"), None
+        else:
+            text, encoding = _body(r)
+        content = {"size": len(text.encode()), "mimeType": mime, "text": text}
+        if encoding:
+            content["encoding"] = encoding
+        answered = _seconds(r) if self.response else None
+        entry = {
+            "startedDateTime": _when(started),
+            "time": _ms(started, self.last_t),
+            "request": request,
+            "response": {"status": r.get("status", 0), "statusText": r.get("reason") or "",
+                         "httpVersion": "HTTP/1.1", "cookies": [], "headers": _pairs(response_headers),
+                         "content": content, "redirectURL": http.get(response_headers, "location") or "",
+                         "headersSize": -1, "bodySize": content["size"] if self.response else -1},
+            "cache": {},
+            "_resourceType": "fetch",  # as Chrome's devtools label an MCP client's requests (fetch, even for SSE)
+            "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0,
+                        "wait": _ms(started, answered), "receive": _ms(answered or started, self.last_t)},
+            "_mcptape": {"exchange": q.get("exchange"), "session": q.get("session") or r.get("session"),
+                         "protocol_version": q.get("protocol_version"),
+                         "end": (self.end or {}).get("reason", "not ended in the tape"),
+                         "injected": any(x.get("injected") for x in (q, r, *self.events, self.end or {}))},
+        }
+        if self.response is None:
+            entry["response"]["_error"] = (self.end or {}).get("detail") or entry["_mcptape"]["end"]
+        if self.events:
+            entry["_eventSourceMessages"] = self.events
+        return entry
+
+
+def entries(items: Iterable[dict]) -> Iterator[dict]:
+    """HAR entries for a tape's records, in request order. Raises NotHttp at the first stdio record."""
+    start: dict | None = None
+    open_: dict[Any, _Entry] = {}
+    done: list[_Entry] = []
+    for record in items:
+        kind = record.get("kind")
+        if kind in (records.STDIO_LINE, records.STDIO_EXIT, records.STDIO_STDERR, records.STDIO_EOF):
+            raise NotHttp("a stdio tape has no HTTP exchanges for a HAR; export it as json or jsonl")
+        if kind == records.CAPTURE_START:
+            start = record
+            continue
+        exchange = record.get("exchange")
+        if kind == records.HTTP_REQUEST:
+            entry = open_[exchange] = _Entry(record, _origin(start))
+            done.append(entry)
+            continue
+        entry = open_.get(exchange)
+        if entry is None:
+            continue
+        entry.last_t = _seconds(record, entry.last_t)
+        if kind == records.HTTP_RESPONSE:
+            entry.response = record
+        elif kind == records.SSE_EVENT:
+            _event(entry, record)
+        elif kind == records.END:
+            entry.end = record
+            del open_[exchange]
+    done.sort(key=lambda e: (_seconds(e.request), e.request.get("exchange", 0)))
+    for entry in done:
+        yield entry.to_har()
+
+
+def _event(entry: _Entry, record: dict) -> None:
+    if isinstance(record.get("raw"), bytes):  # bytes that could not be read as SSE, kept as they passed
+        entry.stream.append(record["raw"])
+        return
+    event = records.wire_event(record)
+    entry.stream.append(sse.encode(event))
+    message = {"time": _seconds(record), "eventName": event.event or "message", "eventId": event.id or "",
+               "data": event.data or ""}
+    if event.retry is not None:
+        message["_retry"] = event.retry
+    if record.get("injected"):
+        message["_injected"] = True
+    entry.events.append(message)
+
+
+def document(items: Iterable[dict]) -> dict:
+    return {"log": {"version": "1.2", "creator": {"name": "mcptape", "version": __version__},
+                    "pages": [], "entries": list(entries(items))}}

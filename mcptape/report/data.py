@@ -1,0 +1,224 @@
+"""The report's data: one pass of `check` over the tapes, with a watcher beside the rules that keeps what a reader
+of the report needs (sessions and their life, each call's outcome and duration, statuses, edits), then a second
+read that fetches only the records the findings are about, for their excerpts. Everything the page shows is in
+this one JSON-able dict; the formats only lay it out."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from decimal import Decimal
+from typing import Any
+
+from ..check import check
+from ..model import Call, Model, Observer, Seen, Session
+from ..show import describe
+from ..tape import json_form, records
+from ..tape.file import Reader
+from ..wire import jsonrpc
+
+FORMAT = 1
+EXCERPT_CHARS = 4000  # a message longer than this is cut in an excerpt (the tape keeps it whole)
+_KEPT = frozenset({records.HTTP_RESPONSE, records.END, records.EDIT, records.STDIO_EXIT})  # records counted or listed
+
+
+class _Watch(Observer):
+    """Sees every record (for times and statuses) and every settled call; keeps small dicts, never messages."""
+
+    def __init__(self) -> None:
+        self.tapes: dict[str, dict] = {}
+        self.calls: list[dict] = []
+        self.edits: list[dict] = []
+        self.statuses: Counter = Counter()
+        self.ends: Counter = Counter()
+        self.exits: list[dict] = []
+        self.peers: dict[str, str] = {}
+        self.sessions: list[Session] = []
+        self.now = 0.0  # the time of the record being read: a call settled now was answered now
+        self._tape: str | None = None  # the tape being read, and its last record's number
+        self._seq = 0
+
+    def record(self, seen: Seen, model: Model) -> None:
+        # runs for every record: the common case costs a comparison or two
+        t = seen.t if type(seen.t) is float else _seconds(seen.t, self.now)
+        if seen.tape != self._tape:
+            self._end_tape()
+            self._tape = seen.tape
+            self.tapes[seen.tape] = {"path": seen.tape, "records": 0, "start": t, "end": t}
+        self.now = t
+        self._seq = seen.seq
+        kind = seen.record.get("kind")
+        if kind not in _KEPT:
+            return None
+        record = seen.record
+        if kind == records.HTTP_RESPONSE:
+            self.statuses[str(record.get("status"))] += 1
+        elif kind == records.END:
+            self.ends[str(record.get("reason"))] += 1
+        elif kind == records.EDIT:
+            self.edits.append({"tape": seen.tape, "record": seen.seq, "t": t, "edits": record.get("edits") or [],
+                               "detail": record.get("detail"), "session": seen.session.label if seen.session else None})
+        else:
+            self.exits.append({"tape": seen.tape, "record": seen.seq, "code": record.get("code"),
+                               "signal": record.get("signal"), "error": record.get("error")})
+        return None
+
+    def _end_tape(self) -> None:
+        if self._tape is not None:
+            self.tapes[self._tape].update(records=self._seq + 1, end=self.now)
+
+    def call(self, call: Call, model: Model) -> None:
+        response = call.response
+        outcome, error = "no answer", None
+        status = call.exchange.status if call.exchange is not None else None
+        if response is not None:
+            if "error" in response:
+                outcome = "error"
+                err = response.get("error")
+                error = {"code": err.get("code"), "message": str(err.get("message"))[:200]} \
+                    if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
+            else:
+                outcome = "result"
+                result = response.get("result")
+                if isinstance(result, dict) and result.get("isError") is True:
+                    outcome = "tool error"
+        elif call.rejected_status is not None:
+            outcome = f"HTTP {call.rejected_status}"
+        elif call.cancel is not None:
+            outcome = "cancelled"
+        self._peers(call, response)
+        t = _seconds(call.t, self.now)
+        self.calls.append({
+            "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
+            "name": _name(call.request), "record": call.seq, "t": t, "response_record": call.response_seq,
+            "duration_ms": round((self.now - t) * 1000, 3) if call.answered else None,
+            "outcome": outcome, "error": error, "status": status, "progress": len(call.progress),
+            "injected": call.injected or (call.exchange is not None and call.exchange.injected),
+        })
+        return None
+
+    def finish(self, model: Model) -> tuple:
+        self._end_tape()
+        self.sessions = list(model.sessions.values())
+        return ()
+
+    def _peers(self, call: Call, response: dict | None) -> None:
+        if call.method not in ("initialize", "server/discover"):
+            return
+        params = call.request.get("params") if isinstance(call.request, dict) else None
+        result = response.get("result") if isinstance(response, dict) else None
+        for side, info in (("client", params), ("server", result)):
+            info = info.get(f"{side}Info") if isinstance(info, dict) else None
+            if isinstance(info, dict) and side not in self.peers and isinstance(info.get("name"), str):
+                self.peers[side] = " ".join(str(x) for x in (info.get("name"), info.get("version")) if x)
+
+
+def _seconds(t: Any, otherwise: float) -> float:
+    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
+    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
+
+
+def _name(request: dict | None) -> str | None:
+    """What a call is about beyond its method: the tool, prompt or resource named."""
+    params = request.get("params") if isinstance(request, dict) else None
+    if not isinstance(params, dict):
+        return None
+    for key in ("name", "uri"):
+        if isinstance(params.get(key), str):
+            return params[key][:100]
+    return None
+
+
+def _session(session: Session, calls: Counter) -> dict:
+    def step(transition):
+        return None if transition is None else {**transition.to_json(), "t": _seconds(transition.t, 0.0)}
+
+    return {"label": session.label, "tape": session.tape, "transport": session.transport, "version": session.version,
+            "opened": step(session.opened), "dead": step(session.dead), "ended": step(session.ended),
+            "superseded": step(session.superseded), "refused_with": session.refused_with,
+            "unknown": session.unknown, "midway": session.midway, "calls": calls.get(session.label, 0)}
+
+
+def _methods(calls: list[dict]) -> list[dict]:
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for c in calls:
+        grouped.setdefault((c["dir"], c["method"]), []).append(c)
+    out = []
+    for (direction, method), group in grouped.items():
+        durations = [c["duration_ms"] for c in group if c["duration_ms"] is not None]
+        outcomes = Counter(c["outcome"] for c in group)
+        out.append({"dir": direction, "method": method, "count": len(group), "outcomes": dict(outcomes),
+                    "median_ms": round(statistics.median(durations), 3) if durations else None,
+                    "max_ms": max(durations) if durations else None})
+    return out
+
+
+def build(paths: list[str], names: list[str] | None = None) -> dict:
+    """The report of tapes read as one history (as `check` reads them), each tape called by its path or by its
+    name in `names`. Raises TapeError for an unreadable tape."""
+    watch = _Watch()
+    findings = [f.to_json() for f in check(paths, [watch])]
+    calls_by_where = {(c["tape"], c["record"], c["dir"], jsonrpc.id_key(c["id"])): c for c in watch.calls}
+    wanted: dict[str, set[int]] = {}
+    for f in findings:
+        call = calls_by_where.get((f["tape"], f["record"], f["dir"], jsonrpc.id_key(f["request_id"])))
+        f["call"] = None if call is None else {k: call[k] for k in ("method", "name", "outcome", "duration_ms")}
+        where = [f["record"], (f.get("transition") or {}).get("record"), call and call["response_record"]]
+        f["excerpt_records"] = sorted({seq for seq in where if isinstance(seq, int)})
+        wanted.setdefault(f["tape"], set()).update(f["excerpt_records"])
+    excerpts = _excerpts(wanted)
+    for f in findings:
+        f["excerpts"] = [excerpts[(f["tape"], seq)] for seq in f.pop("excerpt_records") if (f["tape"], seq) in excerpts]
+    per_session = Counter(c["session"] for c in watch.calls)
+    sessions = [_session(s, per_session) for s in watch.sessions]
+    start = min((t["start"] for t in watch.tapes.values()), default=None)
+    if names is not None:  # a bundle's tapes are read from a work folder, and called by their names in the bundle
+        called = dict(zip(paths, names))
+        for item in (*watch.tapes.values(), *sessions, *watch.calls, *watch.edits, *watch.exits, *findings):
+            key = "path" if "path" in item else "tape"
+            item[key] = called.get(item[key], item[key])
+        paths = names
+    return {
+        "mcptape_report": FORMAT, "start": start,
+        "tapes": [watch.tapes.get(p, {"path": p, "records": 0, "start": None, "end": None}) for p in paths],
+        "peers": watch.peers, "sessions": sessions, "calls": watch.calls, "methods": _methods(watch.calls),
+        "statuses": dict(sorted(watch.statuses.items())), "ends": dict(sorted(watch.ends.items())),
+        "exits": watch.exits, "edits": watch.edits, "findings": findings,
+        "summary": {"tapes": len(paths), **_counts(findings), "sessions": len(sessions),
+                    "calls": len(watch.calls), "edits": len(watch.edits),
+                    "failed_calls": sum(c["outcome"] != "result" for c in watch.calls)},
+    }
+
+
+def _counts(findings: list[dict]) -> dict:
+    severities = Counter(f["severity"] for f in findings)
+    return {"error": severities["error"], "warning": severities["warning"], "info": severities["info"],
+            "rules": dict(sorted(Counter(f["rule"] for f in findings).items()))}
+
+
+def _excerpts(wanted: dict[str, set[int]]) -> dict[tuple[str, int], dict]:
+    """The records the findings are about, read again (only those are kept), each as a short excerpt."""
+    out: dict[tuple[str, int], dict] = {}
+    for path, seqs in wanted.items():
+        last = max(seqs)
+        for seq, record in enumerate(Reader(path)):
+            if seq in seqs:
+                out[(path, seq)] = excerpt(seq, record)
+            if seq >= last:
+                break
+    return out
+
+
+def excerpt(seq: int, record: dict) -> dict:
+    """One record as a reader wants to see it: what kind, where, and its message as indented JSON (cut short)."""
+    body: Any = record.get("msg")
+    if body is not None:
+        text = json_form.dumps(body, indent=2)
+    elif isinstance(record.get("raw"), bytes):
+        text = record["raw"][:EXCERPT_CHARS].decode("utf-8", "replace")
+    else:
+        text = record.get("data") or record.get("text") or ""
+    cut = len(text) > EXCERPT_CHARS
+    return {"record": seq, "kind": record.get("kind"), "dir": record.get("dir"), "t": record.get("t"),
+            "what": describe(record)[0], "status": record.get("status"), "method": record.get("method"),
+            "body": text[:EXCERPT_CHARS] + ("\n…" if cut else ""), "cut": cut}

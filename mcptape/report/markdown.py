@@ -1,0 +1,81 @@
+"""The report as GitHub Markdown: it renders as it is, the diagram in a Mermaid block, each finding's messages in a
+collapsed `<details>`. Everything taken from a tape is untrusted text: escaped in prose and tables, fenced in code
+blocks with a fence longer than any backtick run it holds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .. import __version__
+from . import diagram
+from .tables import Table, clock, overview, tables
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def text(value: object) -> str:
+    """Untrusted text for prose or a table cell: one line, Markdown and HTML characters escaped."""
+    return _SPECIAL.sub(r"\\\1", " ".join(str(value).split()).replace("&", "&amp;"))
+
+
+def fenced(body: str, language: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{body}\n{fence}"
+
+
+def table(t: Table) -> Iterator[str]:
+    yield f"## {t.title}"
+    yield ""
+    if t.note:
+        yield text(t.note)
+        yield ""
+    yield "| " + " | ".join(t.header) + " |"
+    yield "|" + "---|" * len(t.header)
+    for row in t.rows:
+        yield "| " + " | ".join(text(cell) for cell in row) + " |"
+    yield ""
+
+
+def render(report: dict) -> str:
+    lines = ["# mcptape report", ""]
+    for name, value in overview(report):
+        lines.append(f"- **{name}**: {text(value)}")
+    lines += ["", "## Sequence", "", fenced(diagram.mermaid(report).rstrip(), "mermaid"), ""]
+    lines += list(findings(report))
+    for t in tables(report):
+        lines += list(table(t))
+    lines.append(f"Made by mcptape {__version__} (`mcptape report`). `mcptape check` and `mcptape replay` take the "
+                 f"same tapes.")
+    return "\n".join(lines) + "\n"
+
+
+def findings(report: dict) -> Iterator[str]:
+    yield f"## Findings ({len(report['findings'])})"
+    yield ""
+    if not report["findings"]:
+        yield "No findings: every rule held."
+        yield ""
+    for n, f in enumerate(report["findings"], 1):
+        blames = f"blames the **{f['blames']}**" if f["blames"] != "none" else "blames nobody"
+        yield f"### {n}. {f['severity']}: `{f['rule']}`"
+        yield ""
+        yield text(f["message"])
+        yield ""
+        where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
+        call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
+                                          if f["request_id"] is not None else None) if x)
+        yield (f"- {blames}{'; rests on what mcptape injected (an edit)' if f['injected'] else ''}")
+        yield f"- where: {text(where)} at {text(clock(report, f['t']))}" + (f", {text(call)}" if call else "")
+        if f["session"]:
+            yield f"- session: {text(f['session'])}"
+        yield f"- spec: {text(f['spec'])}"
+        yield ""
+        for e in f["excerpts"]:
+            yield f"<details><summary>record {e['record']}: {text(e['what'])}</summary>"
+            yield ""
+            yield fenced(e["body"], "json" if e["body"][:1] in "{[" else "")
+            yield ""
+            yield "</details>"
+            yield ""
