@@ -712,7 +712,8 @@ def bundle(tapes, output, force, redact, allow_secrets):
 @click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
               help="Where to serve over HTTP; port 0 picks a free port.")
 @click.option("--stdio", is_flag=True, help="Serve on stdin/stdout: use this as a client's server command.")
-@click.option("--log", metavar="FILE", help="Record what the client did into this tape.")
+@click.option("--log", metavar="FILE", help="Record what the client did into this tape (with --stdio, FILE may hold "
+                                            "{n}: each start takes the first free number).")
 @click.option("--force", is_flag=True, help="Replace the --log FILE if it exists.")
 @click.option("--ignore", multiple=True, metavar="POINTER",
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
@@ -747,9 +748,12 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
         from . import TOOL
         from .replay import stdio as stdio_replay
         from .tape import records
-        from .tape.file import Writer
+        from .tape.file import TapeError, create_from_template
 
-        writer = Writer(log, records.header(time.time(), TOOL), log_mode) if log else None
+        try:  # a client may start its server several times: `--log 'client-{n}.mcptape'` gives each its own
+            writer = create_from_template(log, records.header(time.time(), TOOL), mode=log_mode) if log else None
+        except TapeError as e:
+            raise Failure(str(e)) from None
         try:
             stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace_function(pace))
         except KeyboardInterrupt:

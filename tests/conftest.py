@@ -21,6 +21,8 @@ import pytest
 
 T = TypeVar("T")
 
+pytest_plugins = ["pytester"]
+
 BIN = Path(sys.executable).parent
 MCPTAPE = str(BIN / "mcptape")
 

@@ -12,10 +12,12 @@ Library use (a test fixture, say):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from .recorded import load
@@ -47,7 +49,10 @@ def pace_function(spec: str):
 @asynccontextmanager
 async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tuple[str, ...] = (),
                   log: str | None = None, pace: str = "fast", replayer: Replayer | None = None,
-                  edits: tuple[str, ...] = (), log_mode: str = "new") -> AsyncIterator[Replay]:
+                  edits: tuple[str, ...] = (), log_mode: str = "new",
+                  sock: socket.socket | None = None) -> AsyncIterator[Replay]:
+    """`sock`: a socket already listening, to serve on instead of host:port (its clients may already be
+    connecting: they wait in its backlog until the replay is up)."""
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
     from ..redact import Redactor
@@ -70,13 +75,18 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         capture = HttpCapture(writer, redactor, Scope(set(replayer.recording.paths)))
         capture.start(time.time(), TOOL, {"replay": tape}, 0)
     replay = HttpReplay(replayer, capture, pace_function(pace))
-    server = await asyncio.get_running_loop().create_server(replay.protocol, host, port)
-    bound = server.sockets[0].getsockname()[1]
+    if sock is not None:
+        server = await asyncio.get_running_loop().create_server(replay.protocol, sock=sock)
+    else:
+        server = await asyncio.get_running_loop().create_server(replay.protocol, host, port)
+    host, bound = server.sockets[0].getsockname()[:2]
     path = replayer.recording.entry
     try:
         yield Replay(f"http://{host}:{bound}{path}", replayer)
     finally:
         server.close()
+        if hasattr(server, "close_clients"):  # Python 3.13: streams a client left open end with the replay
+            server.close_clients()
         if capture is not None:
             capture.stop(time.time(), "replay stopped")
             writer.close()
@@ -89,30 +99,67 @@ async def areplaying(tape: str, **options) -> AsyncIterator[str]:
         yield replay.url
 
 
+class Background:
+    """An event loop in a daemon thread, for serving replays to synchronous code. One can serve many replays in
+    turn (the pytest plugin keeps one for a whole run: a test pays no thread start)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pending: list[concurrent.futures.Future] = []
+        self.thread = threading.Thread(target=self.loop.run_forever, name="mcptape-replay", daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float | None = None):
+        return self.submit(coro).result(timeout)
+
+    def submit(self, coro) -> concurrent.futures.Future:
+        """Run a coroutine on the loop without waiting for it; close() waits for what is still running."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self.pending = [f for f in self.pending if not f.done()] + [future]
+        return future
+
+    def enter(self, manager) -> tuple:
+        """Enter an async context manager on the loop: its value, and the function that exits it."""
+        stack = AsyncExitStack()
+        value = self.run(stack.enter_async_context(manager))
+        return value, lambda: self.run(stack.aclose(), 30)
+
+    def start(self, manager) -> tuple:
+        """The same without waiting, in either direction: the future of its value, and the function that exits it
+        once it is entered (and returns that exit's future). A test that hands its replay a listening socket pays
+        no wait for another thread, which on a busy machine can cost milliseconds each time."""
+        stack = AsyncExitStack()
+        entered = self.submit(stack.enter_async_context(manager))
+
+        async def leave() -> None:
+            try:
+                await asyncio.wrap_future(entered)
+            finally:
+                await stack.aclose()
+
+        return entered, lambda: self.submit(leave())
+
+    def close(self) -> None:
+        for future in self.pending:
+            try:
+                future.result(30)
+            except BaseException:
+                pass  # whoever started it reads its error; here it only has to be finished
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
 @contextmanager
 def replaying(tape: str, **options) -> Iterator[str]:
     """The same, for synchronous code: the server runs on its own event loop in a thread."""
-    ready: dict = {}
-    started, stop = threading.Event(), threading.Event()
-
-    async def main() -> None:
-        try:
-            async with serving(tape, **options) as replay:
-                ready["url"] = replay.url
-                started.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.02)
-        except BaseException as e:
-            ready["error"] = e
-            started.set()
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    started.wait()
-    if "error" in ready:
-        raise ready["error"]
+    background = Background()
     try:
-        yield ready["url"]
+        replay, close = background.enter(serving(tape, **options))
+        try:
+            yield replay.url
+        finally:
+            close()
     finally:
-        stop.set()
-        thread.join(5)
+        background.close()

@@ -56,6 +56,7 @@ class Replayer:
         self.sessions: dict[str, LiveSession] = {}
         self._next_session = 0
         self.unmatched: list[str] = []
+        self.misses: list[str] = []  # for each request that got the miss error: the request, then the error's text
         self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
         if editor is not None:
             check_transport(editor.edits, legacy=self.legacy)  # what this tape has no room for, refused up front
@@ -196,8 +197,10 @@ class Replayer:
         if best is not None:
             differs = match.paths(diff)
             where += f", differs at {', '.join(differs[:5])}" if differs else ", identical once normalized"
+        message = f"mcptape: no recorded answer for {method} ({where})"
+        self.misses.append(f"{self.unmatched[-1]}: {message.removeprefix('mcptape: ')}")
         error = {"jsonrpc": "2.0", "id": live.get("id"), "error": {
-            "code": MISS_CODE, "message": f"mcptape: no recorded answer for {method} ({where})",
+            "code": MISS_CODE, "message": message,
             "data": {"closest": {"record": best.seq, "request": best.request} if best else None,
                      "difference": _json_safe(diff)}}}
         return Outcome(status=200, body=error, lines=[{"msg": error}], session=session)

@@ -1,0 +1,153 @@
+"""The pytest plugin: the `mcptape` marker and fixture, the record-mode options, `--mcptape-unused`.
+
+pytest loads this module in every run of every suite in an environment where mcptape is installed, so it imports
+nothing but pytest at load time: the replay, the recorder and the model are imported by the fixture, in the tests
+that use it (`-p no:mcptape` turns the plugin off).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+MODES = ("none", "once", "new_episodes", "all", "rewrite")
+ENV_MODE = "MCPTAPE_RECORD_MODE"
+ENV_UPSTREAM = "MCPTAPE_UPSTREAM"
+
+SPECS = pytest.StashKey[list]()  # an item's tapes, from its markers, checked at collection
+RERECORD = pytest.StashKey[set]()  # new_episodes: the tapes a test missed on, to record again
+STATE = pytest.StashKey["State"]()
+
+
+class State:
+    """What the plugin keeps for a run: the run's id (shared by xdist workers), the replay loop and loaded tapes
+    (made on first use), the tapes used and the test modules seen (for --mcptape-unused)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        worker = getattr(config, "workerinput", None)
+        self.run = worker["testrunuid"] if worker else os.urandom(8).hex()
+        self.background = None
+        self.loaded: dict = {}
+        self.used: set[str] = set()
+        self.modules: set[Path] = set()
+        self.workdir: Path | None = None  # the tests' replay logs, under pytest's basetemp
+        self.count = 0
+
+    def close(self) -> None:
+        if self.background is not None:
+            self.background.close()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Runs where reports gather (the xdist controller too): which tapes were used, which modules ran."""
+        if report.when != "setup":
+            return
+        self.modules.add(Path(report.location[0]))
+        for name, value in report.user_properties:
+            if name == "mcptape":
+                self.used.add(os.path.realpath(value))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcptape", "MCP tapes (mcptape)")
+    group.addoption("--mcptape-record-mode", choices=MODES, default=None,
+                    help=f"none (replay only, the default), once, new_episodes, all or rewrite. Wins over "
+                         f"${ENV_MODE}, which wins over a marker's mode=.")
+    group.addoption("--mcptape-upstream", metavar="URL", default=None,
+                    help=f"The MCP server to record from, for tapes whose marker names no upstream= or command= "
+                         f"(or ${ENV_UPSTREAM}).")
+    group.addoption("--mcptape-unused", action="store_true",
+                    help="At the end, list the tapes in the test modules' cassette folders that no test used.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "mcptape(tape=None, *, edits=[], ignore=[], upstream=None, command=None, mode=None, "
+                   "strict=False): serve a recorded MCP conversation to the test through the `mcptape` fixture "
+                   "(tests/cassettes/<module>/<test>.mcptape by default); see mcptape's README.")
+    env = os.environ.get(ENV_MODE)
+    if env and env not in MODES:
+        raise pytest.UsageError(f"mcptape: {ENV_MODE}={env!r}: choose from {', '.join(MODES)}")
+    config.stash[STATE] = State(config)
+    config.pluginmanager.register(config.stash[STATE], "mcptape-state")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if STATE in config.stash:
+        config.stash[STATE].close()
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Markers are read, and their edits parsed, here: a wrong edit stops the run before any test does."""
+    for item in items:
+        if item.get_closest_marker("mcptape") is None:
+            continue
+        from .tapes import MarkerError, specs
+
+        try:
+            item.stash[SPECS] = specs(item)
+        except MarkerError as e:
+            raise pytest.UsageError(f"mcptape: {item.nodeid}: {e}") from None
+
+
+def record_mode(config: pytest.Config, marked: str | None) -> str:
+    """The record mode in force for a tape: the command line, then the environment, then the marker, then none."""
+    return config.getoption("mcptape_record_mode") or os.environ.get(ENV_MODE) or marked or "none"
+
+
+def upstream(config: pytest.Config) -> str | None:
+    return config.getoption("mcptape_upstream") or os.environ.get(ENV_UPSTREAM) or None
+
+
+@pytest.fixture
+def mcptape(request: pytest.FixtureRequest):
+    """The test's tape: `.url` (an HTTP replay on a free port, or the recorder in front of the upstream),
+    `.command` (the argv of a stdio server replaying it), `.log` (what the client did), `.findings()`,
+    `.assert_clean()`. Several tapes: `mcptape.tapes`, or `mcptape["name"]`."""
+    from .tapes import Deck
+
+    deck = Deck(request)
+    try:
+        yield deck.first
+    finally:
+        deck.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """new_episodes: a test whose replay missed runs again, recording its whole conversation (an MCP session
+    cannot be resumed half-way on a server that never saw its start). Only the second run is reported."""
+    marked = item.stash.get(SPECS, None)
+    if not marked or all(record_mode(item.config, s.mode) != "new_episodes" for s in marked):
+        return None
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    if item.stash.get(RERECORD, None):
+        item._initrequest()  # fresh fixtures for the second run, as pytest-rerunfailures does
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if not config.getoption("mcptape_unused"):
+        return
+    state = config.stash[STATE]
+    unused = []
+    for module in sorted(state.modules):
+        folder = config.rootpath / module.parent / "cassettes" / module.stem
+        if folder.is_dir():
+            unused += [p for p in sorted(folder.rglob("*.mcptape")) if os.path.realpath(p) not in state.used]
+    terminalreporter.section("mcptape: unused tapes")
+    for path in unused:
+        terminalreporter.line(os.path.relpath(path, config.rootpath))
+    terminalreporter.line(f"{len(unused)} tape(s) in the cassette folders of {len(state.modules)} module(s) "
+                          f"that no test of this run used" if unused else
+                          f"every tape in the cassette folders of {len(state.modules)} module(s) was used")
