@@ -94,11 +94,18 @@ class Run:
         self.script, self.writer, self.timeout, self.secrets = script, writer, timeout, secrets
         self.tracker = Tracker()
         self.missed: list[str] = []  # what the server never sent, in words
+        self.sent_at: dict[Any, float] = {}  # as script.Builder.sent_at, live (monotonic)
 
     async def run(self) -> None:
         try:
             for step in self.script.steps:
                 await self._wait(step.needs)
+                if step.gave_up is not None:
+                    what, after = step.gave_up
+                    delay = self.sent_at.get(what, 0.0) + min(after, self.timeout) - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                self._sent(step)
                 await self.send(step)
             await self._wait(self.script.final)
         finally:
@@ -108,13 +115,21 @@ class Run:
         for key in await self.tracker.wait(needs, self.timeout):
             self.missed.append(self.describe(key))
 
+    def _sent(self, step: scripted.Step) -> None:
+        now = time.monotonic()
+        if step.exchange is not None and step.kind != scripted.CLOSE:
+            self.sent_at[step.exchange] = now
+        for msg in jsonrpc.messages(step.body.get("msg")):
+            if jsonrpc.kind(msg) == "request":
+                self.sent_at[(step.session, jsonrpc.id_key(msg.get("id")))] = now
+
     def describe(self, key: tuple) -> str:
         label, what, *rest = key
         within = f"within {self.timeout:g}s"
         if what == "answer":
             method = self.script.methods.get((label, rest[0])) or next(
                 (m for (_, i), m in self.script.methods.items() if i == rest[0]), "request")
-            return f"unanswered: {method} #{rest[0]} got no answer {within}"
+            return f"unanswered: {method} (request id {rest[0]!r}) got no answer {within}"
         if what == "http":
             return f"unanswered: the HTTP request of record exchange {rest[0]} got no response {within}"
         if what == "endpoint":
@@ -190,7 +205,6 @@ class HttpRun(Run):
         self.events: dict[int, int] = {}  # live exchange number -> SSE events so far
         self.event_ids: dict[tuple[int, int], str] = {}  # (recorded exchange, index) -> live event id
         self.tasks: dict[int, asyncio.Task] = {}  # recorded exchange -> the task reading it
-        self.reached: asyncio.Future | None = None  # whether the first request got an answer at all
         self.capture.start(time.time(), TOOL, {"verify": script.tape, "upstream": upstream}, 0)
 
     def _seen(self, record: records.Record) -> None:
@@ -200,7 +214,7 @@ class HttpRun(Run):
         label = step.session
         kind = record["kind"]
         if kind == records.HTTP_RESPONSE:
-            self.tracker.count((label, "http", step.exchange))
+            self.tracker.count((None, "http", step.exchange))
         elif kind == records.SSE_EVENT:
             number = record["exchange"]
             index = self.events[number] = self.events.get(number, 0) + 1
@@ -212,25 +226,26 @@ class HttpRun(Run):
         if "msg" in record:
             self.tracker.saw(label, record["msg"])
 
+    async def run(self) -> None:
+        split = urlsplit(self.upstream)
+        try:  # is there a server at all? (a call's answer may take long to come; the connection does not)
+            _, writer = await asyncio.wait_for(asyncio.open_connection(
+                split.hostname, split.port or (443 if split.scheme == "https" else 80)), self.timeout)
+            writer.close()
+        except (OSError, TimeoutError) as e:
+            self.capture.stop(time.time(), "server unreachable")
+            raise Unstartable(f"cannot connect to {split.netloc}: {getattr(e, 'strerror', None) or e or 'timed out'}")
+        await super().run()
+
     async def send(self, step: scripted.Step) -> None:
         if step.kind == scripted.CLOSE:
             task = self.tasks.get(step.exchange)
             if task is not None and not task.done():
                 task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
             return
-        first = self.reached is None
-        if first:
-            self.reached = asyncio.get_running_loop().create_future()
         self.tasks[step.exchange] = asyncio.create_task(self._exchange(step))
-        if first:  # the first request says whether there is a server at all
-            try:
-                problem = await asyncio.wait_for(asyncio.shield(self.reached), self.timeout)
-            except TimeoutError:
-                problem = f"{step.kind} {self._url(step)}: no response within {self.timeout:g}s"
-            if problem is not None:
-                raise Unstartable(problem)
-        else:
-            await asyncio.sleep(0)  # let the request go out before the next step
+        await asyncio.sleep(0)  # let the request go out before the next step
 
     def _url(self, step: scripted.Step) -> str:
         legacy = self.endpoints.get(step.session)
@@ -269,11 +284,7 @@ class HttpRun(Run):
                 response = await self.client.request(step.kind, url, headers, body)
             except Unreachable as e:
                 self.capture.failed(key, time.time(), records.UPSTREAM_UNREACHABLE, str(e))
-                if not self.reached.done():
-                    self.reached.set_result(str(e))
                 return
-            if not self.reached.done():
-                self.reached.set_result(None)
             head = response.head
             live = http.get(head.headers, http.SESSION_ID)
             if live and step.answer_session:
@@ -295,8 +306,6 @@ class HttpRun(Run):
             self.capture.failed(key, time.time(), records.CLIENT_DISCONNECTED, "verify hung up, as the recorded "
                                                                                "client did")
         finally:
-            if not self.reached.done():
-                self.reached.set_result(f"{step.kind} {url}: no response")
             if response is not None:
                 response.close()
 

@@ -51,6 +51,9 @@ class Step:
     answers: dict = field(default_factory=dict)
     resume: tuple[int, int] | None = None  # a GET with Last-Event-ID: (exchange, index) of the event it resumes
     argv: list[str] | None = None  # stdio: the recorded command (a new run starts a new process)
+    # a cancellation (notifications/cancelled, or hanging up on a 2026-07-28 request) that had no server message
+    # to wait for: the client gave up after a time, the only evidence there is. (what it gave up on, seconds)
+    gave_up: tuple[Any, float] | None = None
 
 
 @dataclass
@@ -125,6 +128,7 @@ class _Builder(Observer):
         self.event_counts: dict[int, int] = {}
         self.event_at: dict[str, tuple[int, int]] = {}  # SSE event id -> (exchange, index): what a resume names
         self.argv: list[str] | None = None
+        self.sent_at: dict[Any, float] = {}  # recorded exchange, or (session, request id) -> when it was sent
 
     def record(self, seen: Seen, model: Model) -> None:
         r = seen.record
@@ -153,10 +157,11 @@ class _Builder(Observer):
                               sent_session=http.get(r.get("headers") or [], http.SESSION_ID),
                               resume=self.event_at.get(last) if last is not None else None)
             self.by_exchange[ex] = step
-            self._answers(step, label)
+            self.sent_at[ex] = seen.t
+            self._answers(step, label, seen.t)
         elif kind == records.HTTP_RESPONSE and step is not None:
             step.answer_session = r.get("session")
-            self._count(label, ("http", ex))
+            self._count(None, ("http", ex))  # exchanges are numbered across the tape: no session needed
             self._server(label, r.get("msg"))
         elif kind == records.SSE_EVENT and step is not None:
             index = self.event_counts[ex] = self.event_counts.get(ex, 0) + 1
@@ -167,14 +172,16 @@ class _Builder(Observer):
             self._server(label, r.get("msg"))
         elif kind == records.END and step is not None:
             if r.get("reason") == records.CLIENT_DISCONNECTED:
-                self._step(CLOSE, seen, label, exchange=ex)
+                close = self._step(CLOSE, seen, label, exchange=ex)
+                if not close.needs:
+                    close.gave_up = (ex, seen.t - self.sent_at[ex])
         elif kind == records.STDIO_LINE:
             if r.get("dir") == records.S2C:
                 self._server(label, r.get("msg"))
             else:
                 step = self._step(LINE, seen, label, body={k: r[k] for k in ("msg", "raw") if k in r},
                                   argv=self.argv)
-                self._answers(step, label)
+                self._answers(step, label, seen.t)
         elif kind == records.STDIO_EOF and r.get("dir") == records.C2S:
             self._step(EOF, seen, label, argv=self.argv)
 
@@ -205,13 +212,21 @@ class _Builder(Observer):
             if what[0] == "ask":
                 self.asks[(label, jsonrpc.id_key(msg.get("id")))] = (msg["method"], n)
 
-    def _answers(self, step: Step, label: str | None) -> None:
-        """The client's answers in this step to the server's own requests: which request each answers, so the
-        re-drive can answer the live one under its live id."""
+    def _answers(self, step: Step, label: str | None, t: float) -> None:
+        """What the client's messages in this step are about: its answers to the server's own requests (which
+        request each answers, so the re-drive answers the live one under its live id), the requests it starts,
+        the requests it cancels."""
         for msg in jsonrpc.messages(step.body.get("msg")):
             kind = jsonrpc.kind(msg)
             if kind == "request":
-                self.script.methods[(label, jsonrpc.id_key(msg.get("id")))] = msg["method"]
+                key = (label, jsonrpc.id_key(msg.get("id")))
+                self.script.methods[key] = msg["method"]
+                self.sent_at[key] = t
+            elif kind == "notification" and msg["method"] == "notifications/cancelled" and not step.needs:
+                params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+                key = (label, jsonrpc.id_key(params.get("requestId")))
+                if key in self.sent_at:
+                    step.gave_up = (key, t - self.sent_at[key])
             elif kind in ("response", "error"):
                 asked = self.asks.get((label, jsonrpc.id_key(msg.get("id"))))
                 if asked is not None:

@@ -1,0 +1,255 @@
+"""`mcptape verify`: tapes recorded from real SDK sessions, re-driven against real servers (the demo server, and
+tests/verify_server.py, which answers differently or not at all)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+import mcptape
+from mcptape.demo.client import script
+from mcptape.tape.file import read
+
+from .conftest import free_port, run_mcptape, stop, wait_for_port
+from .test_record_stdio import DEMO, RawClient, cancelled, wrapped
+
+SERVER = str(Path(__file__).with_name("verify_server.py"))
+
+
+@pytest.fixture
+def other_server():
+    """tests/verify_server.py over HTTP: `url = other_server("--token", "t")`."""
+    procs: list[subprocess.Popen] = []
+
+    def start(*flags: str) -> str:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, SERVER, "--port", str(port), *flags],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(proc)
+        wait_for_port(port, proc)
+        return f"http://127.0.0.1:{port}/mcp"
+
+    yield start
+    for proc in procs:
+        stop(proc)
+
+
+def verify(tape, *args: str, timeout: float = 60) -> tuple[int, dict, str]:
+    result = subprocess.run([str(Path(sys.executable).parent / "mcptape"), "verify", str(tape), "--format", "json",
+                             *args], capture_output=True, text=True, timeout=timeout)
+    assert result.returncode in (0, 1, 2), result.stderr
+    return result.returncode, json.loads(result.stdout) if result.returncode != 2 else {}, result.stderr
+
+
+def findings(tape) -> list[str]:
+    result = run_mcptape("check", str(tape), "--format", "json", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    return [f["rule"] for f in json.loads(result.stdout)["findings"]]
+
+
+async def elicit_and_add(url: str) -> list[str]:
+    """A session with a server request in it (greet asks the client for a name) and progress (countdown)."""
+
+    async def name(context, params):
+        from mcp.types import ElicitResult
+
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with Client(url, mode="legacy", elicitation_callback=name) as client:
+        greeting = await client.call_tool("greet", {})
+        total = await client.call_tool("add", {"a": 2, "b": 3})
+        counted = await client.call_tool("countdown", {"steps": 2, "delay": 0.01})
+        return [greeting.content[0].text, json.dumps(total.structured_content), counted.content[0].text]
+
+
+def test_session_era_tape_verifies_against_the_same_server_and_the_log_checks_clean(demo_server, record, tmp_path):
+    upstream = demo_server()
+    rec = record(upstream)
+    assert anyio.run(elicit_and_add, rec.url)[0] == "hello Ada"
+    rec.stop()
+    log = tmp_path / "new.mcptape"
+    code, out, err = verify(rec.tape, "--upstream", upstream, "--log", str(log))
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err
+    assert out["summary"]["calls"] == 5  # initialize, three calls, and the elicitation answer is no call of ours
+    assert findings(log) == []
+    # the elicitation went to the live server's own request, answered with the recorded answer
+    sent = [r["msg"] for r in read(log).records if r["kind"] == "http.request" and "result" in r.get("msg", {})]
+    assert [m["result"] for m in sent] == [{"action": "accept", "content": {"name": "Ada"}}]
+    # a second live session: the recorded session id was mapped to the live one
+    sessions = {r["session"] for r in read(log).records if r["kind"] == "http.request" and r["session"]}
+    recorded = {r["session"] for r in read(rec.tape).records if r["kind"] == "http.request" and r["session"]}
+    assert sessions and not sessions & recorded
+
+
+def test_a_changed_server_fails_naming_the_call_and_the_pointer(demo_server, other_server, record):
+    rec = record(demo_server())
+    anyio.run(script, rec.url, "legacy")
+    rec.stop()
+    code, out, _ = verify(rec.tape, "--upstream", other_server())
+    assert code == 1
+    changed = [d for d in out["differences"] if d["kind"] == "result-changed" and "tools/call #1" in d["call"]]
+    assert {(d["path"], d["a"], d["b"]) for d in changed} >= {("/result/structuredContent/result", 5, 6)}
+    # the text form says the same in one line
+    text = run_mcptape("verify", str(rec.tape), "--upstream", other_server())
+    assert text.returncode == 1
+    assert "result-changed       session 1 c2s tools/call #1 at /result/structuredContent/result: 5 -> 6" in text.stdout
+    # --ignore drops what the user says may differ (here, everything add and tools/list answer)
+    code, out, _ = verify(rec.tape, "--upstream", other_server(), "--ignore", "/result/structuredContent",
+                          "--ignore", "/result/content", "--ignore", "/result/tools")
+    assert [d for d in out["differences"] if d["kind"] == "result-changed" and "tools/call #1" in d["call"]] == []
+
+
+def test_a_call_never_answered_is_reported_within_the_timeout(demo_server, other_server, record, tmp_path):
+    rec = record(demo_server())
+
+    async def nap(url: str) -> None:
+        async with Client(url, mode="legacy") as client:
+            await client.call_tool("sleep", {"seconds": 0.01})
+
+    anyio.run(nap, rec.url)
+    rec.stop()
+    log = tmp_path / "new.mcptape"
+    code, out, _ = verify(rec.tape, "--upstream", other_server(), "--timeout", "1", "--log", str(log))
+    assert code == 1
+    assert out["missed"] == ["unanswered: tools/call (request id 2) got no answer within 1s"]
+    assert {"kind": "answered-in-a-only", "call": "session 1 c2s tools/call #1", "path": None,
+            "a": "result", "b": "unanswered"} in out["differences"]
+    assert "unanswered-request" in findings(log)  # and the log, checked, says so (its session was deleted)
+
+
+def test_unreachable_server_and_unreadable_tape_exit_2(demo_server, record, tmp_path):
+    rec = record(demo_server())
+    anyio.run(script, rec.url, "legacy")
+    rec.stop()
+    code, _, err = verify(rec.tape, "--upstream", f"http://127.0.0.1:{free_port()}/mcp")
+    assert code == 2 and err.startswith("mcptape: cannot connect to 127.0.0.1") and "Traceback" not in err
+    bad = tmp_path / "bad.mcptape"
+    bad.write_bytes(b"not a tape")
+    code, _, err = verify(bad, "--upstream", "http://127.0.0.1:1/mcp")
+    assert code == 2 and "not an mcptape tape" in err
+    code, _, err = verify(rec.tape, "--", sys.executable, "-m", "mcptape.demo.server", "--stdio")
+    assert code == 2 and "is a HTTP tape: give an upstream URL" in err
+
+
+def test_stdio_tape_verifies_and_a_cancelled_call_stays_unanswered(tmp_path):
+    tape = tmp_path / "stdio.mcptape"
+    argv = wrapped(tape, *DEMO)
+    assert anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    code, out, err = verify(tape, "--", *DEMO)
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err
+
+    cancelled_tape, log = tmp_path / "cancelled.mcptape", tmp_path / "log.mcptape"
+    client = RawClient(wrapped(cancelled_tape, *DEMO))
+    client.handshake()
+    client.cancel_in_flight(7)
+    client.outlast(cancelled_tape, 8)
+    client.close()
+    assert "cancelled-without-response" in findings(cancelled_tape)
+    code, out, err = verify(cancelled_tape, "--log", str(log), "--", *DEMO)
+    assert (code, out["differences"]) == (0, []), err
+    assert "cancelled-without-response" in findings(log)
+    # the cancellation went out after the call's first progress, as recorded
+    lines = [r["msg"] for r in read(log).records if r["kind"] == "stdio.line" and "msg" in r]
+    cancel = next(i for i, m in enumerate(lines) if m.get("method") == "notifications/cancelled")
+    assert any(m.get("method") == "notifications/progress" and m["params"]["progressToken"] == "t"
+               for m in lines[:cancel])
+
+
+def test_legacy_http_sse_tape_verifies(demo_server, record):
+    upstream = demo_server("--sse")
+    rec = record(upstream)
+
+    async def legacy_client() -> None:
+        async with sse_client(rec.url) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                await session.list_tools()
+                await session.call_tool("add", {"a": 4, "b": 5})
+
+    anyio.run(legacy_client)
+    rec.stop()
+    code, out, err = verify(rec.tape, "--upstream", upstream)
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err
+    assert out["summary"]["calls"] == 3
+
+
+def test_2026_stateless_tape_verifies_with_its_closed_stream(demo_server, record, tmp_path):
+    upstream = demo_server()
+    rec = record(upstream)
+
+    async def modern(url: str) -> None:
+        async with Client(url, mode="2026-07-28") as client:
+            with anyio.move_on_after(0.5):  # gives up: on this wire, closing the stream is the cancellation
+                await client.call_tool("sleep", {"seconds": 5})
+            await client.call_tool("add", {"a": 1, "b": 1})
+
+    anyio.run(modern, rec.url)
+    rec.stop()
+    log = tmp_path / "new.mcptape"
+    code, out, err = verify(rec.tape, "--upstream", upstream, "--log", str(log))
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err
+    assert "cancelled-without-response" in findings(log)  # the stream closed again where the client closed it
+
+
+def test_redacted_tape_needs_its_secret_and_verifies_with_it(other_server, record, tmp_path):
+    upstream = other_server("--token", "s3cr3t", "--right")
+    rec = record(upstream)
+
+    async def authorized(url: str) -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cr3t"})
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            await client.call_tool("add", {"a": 1, "b": 2})
+
+    anyio.run(authorized, rec.url)
+    rec.stop()
+    assert b"s3cr3t" not in rec.tape.read_bytes()
+    code, _, err = verify(rec.tape, "--upstream", upstream)
+    assert code == 2 and "/headers/authorization" in err and "--secret" in err
+    log = tmp_path / "new.mcptape"
+    env = {**os.environ, "TOKEN": "s3cr3t"}
+    result = subprocess.run([str(Path(sys.executable).parent / "mcptape"), "verify", str(rec.tape), "--upstream",
+                             upstream, "--secret", "/headers/authorization=TOKEN", "--log", str(log)],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert b"s3cr3t" not in log.read_bytes()  # the log is redacted as any recording
+
+
+def test_update_keeps_the_old_tape_beside_the_new(demo_server, other_server, record, tmp_path):
+    rec = record(demo_server())
+    anyio.run(script, rec.url, "legacy")
+    rec.stop()
+    before = rec.tape.read_bytes()
+    code, out, _ = verify(rec.tape, "--upstream", other_server(), "--update")
+    assert code == 0 and out["differences"]
+    kept = Path(out["updated"])
+    assert kept.name == "run0.old.mcptape" and kept.read_bytes() == before
+    code, out, _ = verify(rec.tape, "--upstream", other_server())
+    assert code == 0 and out["differences"] == []
+
+
+def test_the_python_api_and_the_lazy_import(demo_server, other_server, record):
+    from mcptape.redrive import VerifyError
+
+    upstream = demo_server()
+    rec = record(upstream)
+    anyio.run(script, rec.url, "legacy")
+    rec.stop()
+    assert mcptape.verify(rec.tape, upstream=upstream).ok
+    result = mcptape.verify(rec.tape, upstream=other_server(), timeout=5)
+    assert not result.ok and "at /result/structuredContent/result: 5 -> 6" in result.report()
+    with pytest.raises(VerifyError, match="cannot connect"):
+        mcptape.verify(rec.tape, upstream=f"http://127.0.0.1:{free_port()}/mcp")
+    # the stdio wrapper's start: the package imports neither asyncio nor mitmproxy until verify is asked for
+    probe = "import sys, mcptape; assert 'asyncio' not in sys.modules and 'mitmproxy' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", probe]).returncode == 0
