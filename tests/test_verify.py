@@ -22,7 +22,8 @@ from mcptape.demo.client import script
 from mcptape.tape.file import read
 
 from .conftest import free_port, run_mcptape, stop, wait_for_port
-from .test_record_stdio import DEMO, RawClient, cancelled, wrapped
+from .node_peers import ts_server  # noqa: F401  (a fixture)
+from .test_record_stdio import DEMO, RawClient, wrapped
 
 SERVER = str(Path(__file__).with_name("verify_server.py"))
 
@@ -253,3 +254,21 @@ def test_the_python_api_and_the_lazy_import(demo_server, other_server, record):
     # the stdio wrapper's start: the package imports neither asyncio nor mitmproxy until verify is asked for
     probe = "import sys, mcptape; assert 'asyncio' not in sys.modules and 'mitmproxy' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", probe]).returncode == 0
+
+
+@pytest.mark.parametrize("transport", ["streamableHttp", "sse"])
+def test_typescript_reference_server_verifies_a_tape_the_inspector_recorded(ts_server, record, tmp_path,
+                                                                              transport):
+    from .node_peers import inspector
+    from .test_typescript_peers import FLAG
+
+    upstream = ts_server(transport)
+    rec = record(upstream)
+    inspector([rec.url, "--transport", FLAG[transport]], "tools/call", "--tool-name", "get-sum",
+              "--tool-arg", "a=2", "--tool-arg", "b=3")
+    assert rec.stop()[0] == 0
+    log = tmp_path / "new.mcptape"
+    code, out, err = verify(rec.tape, "--upstream", upstream, "--log", str(log))
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err
+    assert out["summary"]["calls"] >= 3  # initialize, tools/list, tools/call (and logging/setLevel)
+    assert findings(log) == []
