@@ -226,6 +226,34 @@ def test_redacted_tape_needs_its_secret_and_verifies_with_it(other_server, recor
     assert b"s3cr3t" not in log.read_bytes()  # the log is redacted as any recording
 
 
+def test_a_redacted_message_needs_its_secret_and_the_log_keeps_it_out(tmp_path):
+    """A tape whose tool argument was redacted (as `mcptape record` does for credentials), re-driven with the
+    secret from the environment; the server echoes it, and the new tape still holds only the pseudonym."""
+    from mcptape.tape.file import Writer
+
+    secret, pseudonym = "hunter2", "<redacted:0123456789ab>"
+    recorded, tape = tmp_path / "plain.mcptape", tmp_path / "redacted.mcptape"
+    stdio = [sys.executable, SERVER, "--stdio", "--right"]
+    client = RawClient(wrapped(recorded, *stdio))
+    client.handshake()
+    client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo",
+                                                                              "arguments": {"text": secret}}})
+    assert client.receive()["result"]["content"][0]["text"] == secret
+    client.close()
+    original = read(recorded)
+    with Writer(tape, original.header) as writer:  # the same tape, the secret replaced wherever it stood
+        for record in original.records:
+            writer.write(json.loads(json.dumps(record).replace(secret, pseudonym)))
+    code, _, err = verify(tape, "--", *stdio)
+    assert code == 2 and "/params/arguments/text (tools/call, record" in err and "--secret" in err
+    log = tmp_path / "log.mcptape"
+    result = subprocess.run([str(Path(sys.executable).parent / "mcptape"), "verify", str(tape), "--secret",
+                             "/params/arguments/text=ECHOED", "--log", str(log), "--", *stdio],
+                            capture_output=True, text=True, env={**os.environ, "ECHOED": secret}, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert secret.encode() not in log.read_bytes() and pseudonym.encode() in log.read_bytes()
+
+
 def test_update_keeps_the_old_tape_beside_the_new(demo_server, other_server, record, tmp_path):
     rec = record(demo_server())
     anyio.run(script, rec.url, "legacy")
@@ -272,3 +300,17 @@ def test_typescript_reference_server_verifies_a_tape_the_inspector_recorded(ts_s
     assert (code, out["differences"], out["missed"]) == (0, [], []), err
     assert out["summary"]["calls"] >= 3  # initialize, tools/list, tools/call (and logging/setLevel)
     assert findings(log) == []
+
+
+def test_a_redacted_value_in_an_answer_compares_equal_to_anything():
+    from mcptape.check.diff import Difference
+    from mcptape.redrive import _redacted
+
+    def changed(a, b) -> Difference:
+        return Difference("result-changed", "session 1 c2s tools/call #1", "/result/content/0/text", a, b)
+
+    assert _redacted(changed("<redacted:0123456789ab>", "anything"))
+    assert _redacted(changed("<redacted:0123456789ab>", 42))
+    assert _redacted(changed("Bearer <redacted:0123456789ab> for you", "Bearer xyz for you"))
+    assert not _redacted(changed("Bearer <redacted:0123456789ab> for you", "Basic xyz for me"))
+    assert not _redacted(changed("plain", "other"))

@@ -24,6 +24,12 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
+def echo(text: str) -> str:
+    """Say it back (a secret too: verify's log must not keep it)."""
+    return text
+
+
+@server.tool()
 async def sleep(seconds: float) -> str:
     """Never answers, whatever it was asked."""
     await anyio.sleep_forever()

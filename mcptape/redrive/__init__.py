@@ -86,7 +86,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
     if script.stdio != bool(command):
         raise VerifyError(f"{tape} is a {'stdio' if script.stdio else 'HTTP'} tape: give "
                           f"{'a command (-- CMD …)' if script.stdio else 'an upstream URL (--upstream URL)'}")
-    missing = _missing_secrets(script, secrets)
+    missing, pseudonyms = _missing_secrets(script, secrets)
     if missing:
         raise VerifyError(f"{tape} is redacted where the conversation needs the secret: {'; '.join(missing)}; "
                           f"give each with --secret POINTER=ENVVAR")
@@ -100,9 +100,9 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
         raise VerifyError(str(e)) from None
     try:
         if script.stdio:
-            run = StdioRun(script, writer, timeout, secrets, list(command))
+            run = StdioRun(script, writer, timeout, secrets, pseudonyms, list(command))
         else:
-            run = HttpRun(script, writer, timeout, secrets, upstream, verify_tls)
+            run = HttpRun(script, writer, timeout, secrets, pseudonyms, upstream, verify_tls)
         try:
             await run.run()
         except Unstartable as e:
@@ -129,15 +129,19 @@ def _messages(step: scripted.Step) -> list:
     return [m for m in (msg if isinstance(msg, list) else [msg]) if isinstance(m, dict)]
 
 
-def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> list[str]:
-    """Each redacted position the conversation needs and no secret fills, once, with where it is first needed."""
+def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Each redacted position the conversation needs and no secret fills, once, with where it is first needed;
+    and for each secret given, the pseudonym the tape holds in its place (the new tape gets that back)."""
     missing: dict[str, str] = {}
-    for step, where in script.redacted():
+    pseudonyms: dict[str, str] = {}
+    for step, where, value in script.redacted():
         position = where if where.startswith(("/headers/", "/query/")) else _in_message(step, where)
-        if position not in secrets and position not in missing:
+        if position in secrets:
+            pseudonyms.setdefault(secrets[position], scripted.PSEUDONYM.search(value).group())
+        elif position not in missing:
             method = next((m.get("method") for m in _messages(step) if m.get("method")), step.kind)
             missing[position] = f"{position} ({method}, record {step.seq})"
-    return list(missing.values())
+    return list(missing.values()), pseudonyms
 
 
 def _in_message(step: scripted.Step, where: str) -> str:

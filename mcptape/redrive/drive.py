@@ -79,19 +79,21 @@ class Tracker:
 class _Sink:
     """The log's records go to the file, and the server's messages among them to the tracker."""
 
-    def __init__(self, writer: Writer, seen) -> None:
-        self.writer, self.seen = writer, seen
+    def __init__(self, run: Run, seen) -> None:
+        self.run, self.seen = run, seen
 
     def write(self, record: records.Record) -> None:
-        self.writer.write(record)
+        self.run.log(record)
         self.seen(record)
 
 
 class Run:
     """What both transports share: the steps in order, the waits, the notes on what never came."""
 
-    def __init__(self, script: scripted.Script, writer: Writer, timeout: float, secrets: dict[str, str]) -> None:
+    def __init__(self, script: scripted.Script, writer: Writer, timeout: float, secrets: dict[str, str],
+                 pseudonyms: dict[str, str] | None = None) -> None:
         self.script, self.writer, self.timeout, self.secrets = script, writer, timeout, secrets
+        self.pseudonyms = pseudonyms or {}  # secret -> the pseudonym the tape has for it: the log gets that
         self.tracker = Tracker()
         self.missed: list[str] = []  # what the server never sent, in words
         self.sent_at: dict[Any, float] = {}  # as script.Builder.sent_at, live (monotonic)
@@ -140,17 +142,23 @@ class Run:
             return f"missing: the server's {rest[0]} request {within}"
         return f"missing: {rest[0]} (as many as the tape holds) {within}"
 
-    def message(self, step: scripted.Step, secret: bool) -> Any:
-        """A step's message as it goes out: answers to the server under its live ids; with `secret`, redacted
-        values filled from --secret (the log gets the message without them)."""
+    def log(self, record: records.Record) -> None:
+        """Into the new tape, with every secret verify was given put back under its pseudonym (a server may echo
+        one), so the log keeps them out as the recorder did."""
+        self.writer.write(_scrub(record, self.pseudonyms) if self.pseudonyms else record)
+
+    def message(self, step: scripted.Step) -> Any:
+        """A step's message as it goes out: answers to the server under its live ids, redacted values filled from
+        the secrets (a pointer into the message; in a batch, into each of its messages)."""
         msg = step.body.get("msg")
+        batch = isinstance(msg, list)
+        out = msg if batch else [msg]
         if step.answers:
-            msg = [self._answer(m, step) for m in msg] if isinstance(msg, list) else self._answer(msg, step)
-        if secret and self.secrets:
-            for path, value in self.secrets.items():
-                if path.startswith("/params") or path.startswith("/result") or path[1:2].isdigit():
-                    msg = _fill(msg, pointer.parse(path), value)
-        return msg
+            out = [self._answer(m, step) for m in out]
+        for path, value in self.secrets.items():
+            if not path.startswith(("/headers/", "/query/")):
+                out = [_fill(m, pointer.parse(path), value) for m in out]
+        return out if batch else out[0]
 
     def _answer(self, msg: Any, step: scripted.Step) -> Any:
         asked = step.answers.get(jsonrpc.id_key(msg.get("id"))) if isinstance(msg, dict) else None
@@ -171,6 +179,22 @@ class Run:
         raise NotImplementedError
 
 
+def _scrub(value: Any, pseudonyms: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for secret, pseudonym in pseudonyms.items():
+            value = value.replace(secret, pseudonym)
+        return value
+    if isinstance(value, bytes):
+        for secret, pseudonym in pseudonyms.items():
+            value = value.replace(secret.encode(), pseudonym.encode())
+        return value
+    if isinstance(value, dict):
+        return {k: _scrub(v, pseudonyms) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, pseudonyms) for v in value]
+    return value
+
+
 def _fill(value: Any, path: list[str], secret: str) -> Any:
     """`value` with the pseudonym at `path` replaced by the secret (copies on the way; the script is not
     changed). A path that names nothing redacted leaves the value as it is."""
@@ -187,8 +211,8 @@ def _fill(value: Any, path: list[str], secret: str) -> Any:
 
 
 class HttpRun(Run):
-    def __init__(self, script, writer, timeout, secrets, upstream: str, verify_tls: bool = True) -> None:
-        super().__init__(script, writer, timeout, secrets)
+    def __init__(self, script, writer, timeout, secrets, pseudonyms, upstream: str, verify_tls: bool = True) -> None:
+        super().__init__(script, writer, timeout, secrets, pseudonyms)
         self.upstream = upstream
         split = urlsplit(upstream)
         self.origin = f"{split.scheme}://{split.netloc}"
@@ -196,7 +220,7 @@ class HttpRun(Run):
         recorded = next((s.path for s in script.steps if s.kind in (scripted.POST, scripted.GET)), self.entry)
         self.paths = {recorded: self.entry}  # the tape's endpoint -> the live one
         extra = [p[len("/headers/"):] for p in secrets if p.startswith("/headers/")]
-        self.capture = HttpCapture(_Sink(writer, self._seen), Redactor(extra),
+        self.capture = HttpCapture(_Sink(self, self._seen), Redactor(extra),
                                    Scope({self.entry, *(s.path for s in script.steps if s.path)}))
         self.client = Client(verify_tls)
         self.sessions: dict[str, str] = {}  # recorded Mcp-Session-Id -> live
@@ -269,13 +293,11 @@ class HttpRun(Run):
 
     async def _exchange(self, step: scripted.Step) -> None:
         url, headers = self._url(step), self._headers(step)
-        msg = self.message(step, secret=True)
-        body = self.encode(step, msg)
-        logged = self.encode(step, self.message(step, secret=False)) if self.secrets else body
+        body = self.encode(step, self.message(step))
         key = object()
         split = urlsplit(url)
         target = split.path + (f"?{split.query}" if split.query else "")
-        self.capture.request(key, step.conn, time.time(), step.kind, target, headers, logged)
+        self.capture.request(key, step.conn, time.time(), step.kind, target, headers, body)
         number = self.capture.exchange_number(key)
         self.steps_by_live[number] = step
         response = None
@@ -320,15 +342,15 @@ class HttpRun(Run):
 class StdioRun(Run):
     """A stdio server, one process per recorded run; lines in and out as the recorder writes them."""
 
-    def __init__(self, script, writer, timeout, secrets, command: list[str]) -> None:
-        super().__init__(script, writer, timeout, secrets)
+    def __init__(self, script, writer, timeout, secrets, pseudonyms, command: list[str]) -> None:
+        super().__init__(script, writer, timeout, secrets, pseudonyms)
         self.command = command
         self.proc: asyncio.subprocess.Process | None = None
         self.session: str | None = None
         self.readers: list[asyncio.Task] = []
 
     def write(self, record: records.Record) -> None:
-        self.writer.write(record)
+        self.log(record)
         if record.get("dir") == records.S2C and "msg" in record:
             self.tracker.saw(self.session, record["msg"])
 
@@ -370,9 +392,8 @@ class StdioRun(Run):
                 stdin.close()
                 self.write(records.stdio_eof(time.time(), records.C2S))
             return
-        line = self.encode(step, self.message(step, secret=True))
-        logged = self.encode(step, self.message(step, secret=False)) if self.secrets else line
-        self.write(records.stdio_line(time.time(), records.C2S, logged))
+        line = self.encode(step, self.message(step))
+        self.write(records.stdio_line(time.time(), records.C2S, line))
         try:
             stdin.write(line + b"\n")
             await stdin.drain()

@@ -69,26 +69,26 @@ class Script:
     def stdio(self) -> bool:
         return self.transport == STDIO
 
-    def redacted(self) -> list[tuple[Step, str]]:
+    def redacted(self) -> list[tuple[Step, str, str]]:
         """Each redacted value the client sent (a header, a query parameter, a place in a message), as (step,
-        pointer): verify cannot send what the tape no longer has."""
+        pointer, value): verify cannot send what the tape no longer has."""
         out = []
         for step in self.steps:
             for name, value in step.headers:
                 if PSEUDONYM.search(value):
-                    out.append((step, f"/headers/{name.lower()}"))
+                    out.append((step, f"/headers/{name.lower()}", value))
             for name, value in step.query:
                 if PSEUDONYM.search(value):
-                    out.append((step, f"/query/{name}"))
-            for pointer in redacted_pointers(step.body.get("msg")):
-                out.append((step, pointer))
+                    out.append((step, f"/query/{name}", value))
+            for pointer, value in redacted_pointers(step.body.get("msg")):
+                out.append((step, pointer, value))
         return out
 
 
-def redacted_pointers(value: Any, path: str = "") -> list[str]:
-    """JSON pointers to the strings in a message that hold a pseudonym (a batch's items are /0, /1, …)."""
+def redacted_pointers(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """(JSON pointer, value) for each string in a message that holds a pseudonym (a batch's items are /0, /1, …)."""
     if isinstance(value, str):
-        return [path] if PSEUDONYM.search(value) else []
+        return [(path, value)] if PSEUDONYM.search(value) else []
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list):
