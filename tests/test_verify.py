@@ -93,6 +93,31 @@ def test_session_era_tape_verifies_against_the_same_server_and_the_log_checks_cl
     assert sessions and not sessions & recorded
 
 
+def test_a_resumed_stream_resumes_from_the_live_event(demo_server, record, tmp_path):
+    """The server drops a call's stream halfway; the client resumes it with Last-Event-ID. Re-driven, the resumption
+    waits for the stream's end and names the live server's event id, not the recorded one."""
+    upstream = demo_server("--event-store")
+    rec = record(upstream)
+
+    async def resume(url: str) -> None:
+        async with Client(url, mode="legacy") as client:
+            assert (await client.call_tool("reconnect", {})).content[0].text == "reconnected"
+
+    anyio.run(resume, rec.url)
+    rec.stop()
+    log = tmp_path / "new.mcptape"
+    code, out, err = verify(rec.tape, "--upstream", upstream, "--log", str(log))
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err
+    records = read(log).records
+    get = next(r for r in records if r["kind"] == "http.request" and any(k.lower() == "last-event-id"
+                                                                          for k, _ in r["headers"]))
+    resumed = dict((k.lower(), v) for k, v in get["headers"])["last-event-id"]
+    ids_before = [r.get("id") for r in records[:records.index(get)] if r["kind"] == "sse.event"]
+    assert resumed == ids_before[-1]  # the priming event of the live dropped stream, already arrived
+    recorded = read(rec.tape).records
+    assert resumed not in {r.get("id") for r in recorded if r["kind"] == "sse.event"}  # the store counts on
+
+
 def test_a_changed_server_fails_naming_the_call_and_the_pointer(demo_server, other_server, record):
     rec = record(demo_server())
     anyio.run(script, rec.url, "legacy")

@@ -134,6 +134,10 @@ class Run:
             return f"unanswered: {method} (request id {rest[0]!r}) got no answer {within}"
         if what == "http":
             return f"unanswered: the HTTP request of record exchange {rest[0]} got no response {within}"
+        if what == "event":
+            return f"missing: the SSE event of record exchange {rest[0]} that a resumption names {within}"
+        if what == "end":
+            return f"unended: the stream of record exchange {rest[0]} stayed open (the recorded client resumed it) {within}"
         if what == "endpoint":
             return f"no endpoint event on the legacy SSE channel {within}"
         if what == "progress":
@@ -233,15 +237,20 @@ class HttpRun(Run):
 
     def _seen(self, record: records.Record) -> None:
         step = self.steps_by_live.get(record.get("exchange"))
-        if step is None or record.get("dir") != records.S2C:
+        if step is None:
             return
         label = step.session
         kind = record["kind"]
+        if kind == records.END:
+            if record["reason"] != records.CLIENT_DISCONNECTED:
+                self.tracker.count((None, "end", step.exchange))
+            return
         if kind == records.HTTP_RESPONSE:
             self.tracker.count((None, "http", step.exchange))
         elif kind == records.SSE_EVENT:
             number = record["exchange"]
             index = self.events[number] = self.events.get(number, 0) + 1
+            self.tracker.count((None, "event", step.exchange))
             if "id" in record:
                 self.event_ids[(step.exchange, index)] = record["id"]
             if record.get("event") == "endpoint" and record.get("data"):

@@ -129,6 +129,7 @@ class _Builder(Observer):
         self.event_at: dict[str, tuple[int, int]] = {}  # SSE event id -> (exchange, index): what a resume names
         self.argv: list[str] | None = None
         self.sent_at: dict[Any, float] = {}  # recorded exchange, or (session, request id) -> when it was sent
+        self.ended: set[int] = set()  # exchanges the server (not the client) ended
 
     def record(self, seen: Seen, model: Model) -> None:
         r = seen.record
@@ -158,6 +159,13 @@ class _Builder(Observer):
                               resume=self.event_at.get(last) if last is not None else None)
             self.by_exchange[ex] = step
             self.sent_at[ex] = seen.t
+            if step.resume is not None:
+                # a resumption: once the event it names has come again (and its stream ended, if it had); SSE
+                # events are not counted otherwise (a priming event is no message, and servers differ in them)
+                resumed = step.resume[0]
+                step.needs.append(((None, "event", resumed), step.resume[1]))
+                if resumed in self.ended:
+                    step.needs.append(((None, "end", resumed), 1))
             self._answers(step, label, seen.t)
         elif kind == records.HTTP_RESPONSE and step is not None:
             step.answer_session = r.get("session")
@@ -171,7 +179,9 @@ class _Builder(Observer):
                 self._count(label, ("endpoint",))
             self._server(label, r.get("msg"))
         elif kind == records.END and step is not None:
-            if r.get("reason") == records.CLIENT_DISCONNECTED:
+            if r.get("reason") != records.CLIENT_DISCONNECTED:
+                self.ended.add(ex)
+            else:
                 close = self._step(CLOSE, seen, label, exchange=ex)
                 if not close.needs:
                     close.gave_up = (ex, seen.t - self.sent_at[ex])
