@@ -339,3 +339,89 @@ def test_a_redacted_value_in_an_answer_compares_equal_to_anything():
     assert _redacted(changed("Bearer <redacted:0123456789ab> for you", "Bearer xyz for you"))
     assert not _redacted(changed("Bearer <redacted:0123456789ab> for you", "Basic xyz for me"))
     assert not _redacted(changed("plain", "other"))
+
+
+# -- the script, on synthetic tapes (fast, in process) ---------------------------------------------------------------
+
+
+def line(t: float, direction: str, msg: dict) -> dict:
+    from mcptape.tape import records
+
+    return records.stdio_line(t, direction, json.dumps(msg).encode())
+
+
+def test_each_client_message_needs_the_server_messages_it_followed(tmp_path):
+    from mcptape.redrive import script as scripted
+    from mcptape.tape import records
+
+    from .conftest import INIT, INITIALIZED, write_tape
+
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "slow", "_meta": {"progressToken": "p"}}}
+    tape = write_tape(tmp_path / "t.mcptape", [
+        records.capture_start(0.0, "test", {"stdio": ["srv"], "cwd": "/"}, {}),
+        line(0.1, "c2s", INIT),
+        line(0.2, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25"}}),
+        line(0.3, "c2s", INITIALIZED),
+        line(0.4, "c2s", call),
+        line(0.5, "s2c", {"jsonrpc": "2.0", "id": 0, "method": "roots/list"}),
+        line(0.6, "s2c", {"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": "p", "progress": 1}}),
+        line(0.7, "c2s", {"jsonrpc": "2.0", "id": 0, "result": {"roots": []}}),
+        line(0.8, "s2c", {"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": "p", "progress": 2}}),
+        line(2.0, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
+        line(2.1, "c2s", {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "quick"}}),
+        line(2.2, "s2c", {"jsonrpc": "2.0", "id": 3, "result": {}}),
+        records.stdio_eof(2.3, "c2s"),
+    ])
+    script = scripted.build(tape)
+    assert script.stdio and [s.kind for s in script.steps] == ["line"] * 6 + ["eof"]
+    session = script.steps[0].session
+    needs = [[(key[1:], n) for key, n in s.needs] for s in script.steps]
+    assert needs == [[], [(("answer", 1), 1)], [],
+                     [(("ask", "roots/list"), 1), (("progress", "p"), 1)],  # the answer to the server's request
+                     [(("progress", "p"), 2)],  # the cancellation: after the second progress, as recorded
+                     [], [(("answer", 3), 1)]]
+    assert all(key[0] == session for s in script.steps for key, _ in s.needs)
+    assert script.steps[3].answers == {0: ("roots/list", 1)}  # answered under the live request's id
+    assert script.steps[4].gave_up is None  # it waits on a message, not on the clock
+    assert script.redacted() == [] and script.methods[(session, 3)] == "tools/call"
+
+
+def test_a_cancellation_with_nothing_to_wait_for_keeps_its_recorded_delay(tmp_path):
+    from mcptape.redrive import script as scripted
+    from mcptape.tape import records
+
+    from .conftest import INIT, write_tape
+
+    tape = write_tape(tmp_path / "t.mcptape", [
+        records.capture_start(0.0, "test", {"stdio": ["srv"], "cwd": "/"}, {}),
+        line(0.1, "c2s", INIT),
+        line(0.2, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25"}}),
+        line(1.0, "c2s", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow"}}),
+        line(1.5, "c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
+    ])
+    cancel = scripted.build(tape).steps[-1]
+    assert cancel.needs == [] and cancel.gave_up[1] == pytest.approx(0.5)
+
+
+def test_redacted_positions_the_conversation_needs_are_named(tmp_path):
+    from mcptape.redrive import VerifyError, verify as run
+    from mcptape.tape import records
+
+    from .conftest import INIT, write_tape
+
+    secret = "<redacted:00112233aabb>"
+    tape = write_tape(tmp_path / "t.mcptape", [
+        records.capture_start(0.0, "test", {"stdio": ["srv"], "cwd": "/"}, {}),
+        line(0.1, "c2s", INIT),
+        line(0.2, "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25"}}),
+        line(0.3, "c2s", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "login", "arguments": {"key": secret, "again": [secret]}}}),
+    ])
+    with pytest.raises(VerifyError) as e:
+        run(tape, command=["true"])
+    assert str(e.value) == (f"{tape} is redacted where the conversation needs the secret: /params/arguments/key "
+                            f"(tools/call, record 3); /params/arguments/again/0 (tools/call, record 3); give each "
+                            f"with --secret POINTER=ENVVAR")
