@@ -532,7 +532,7 @@ def _short(value, width: int = 60) -> str:
 @click.option("--log", metavar="FILE", help="Write the new conversation into this tape (then `mcptape check FILE`).")
 @click.option("--update", is_flag=True,
               help="Replace TAPE by the new conversation; the old one is kept beside it (run.old.mcptape).")
-@click.option("--timeout", default=10.0, show_default=True, metavar="SECONDS",
+@click.option("--timeout", default=10.0, show_default=True, metavar="SECONDS", type=click.FloatRange(0, min_open=True),
               help="How long to wait for each answer the tape says came back before going on without it.")
 @click.option("--secret", multiple=True, metavar="POINTER=ENVVAR",
               help="Fill a redacted value from an environment variable: /headers/NAME, /query/NAME, or a pointer "

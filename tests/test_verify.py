@@ -425,3 +425,39 @@ def test_redacted_positions_the_conversation_needs_are_named(tmp_path):
     assert str(e.value) == (f"{tape} is redacted where the conversation needs the secret: /params/arguments/key "
                             f"(tools/call, record 3); /params/arguments/again/0 (tools/call, record 3); give each "
                             f"with --secret POINTER=ENVVAR")
+
+
+def test_a_server_that_breaks_off_or_compresses_its_stream_is_logged_as_it_was(tmp_path):
+    """tests/rawserver.py scripts each answer by a header the tape's request carries: a stream cut mid-event is an
+    upstream reset in the log (not a crash of verify), a gzip-encoded stream is read through its encoding."""
+    from mcptape.tape import records
+
+    from .conftest import write_tape
+    from .rawserver import RawServer
+
+    def exchange(n: int, behaviour: str, answer: list[dict]) -> list[dict]:
+        call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": behaviour}}
+        out = [records.http_request(n, n, 0, "POST", "/mcp", [], [("X-Behaviour", behaviour),
+               ("Content-Type", "application/json")], None, None, True, {"msg": call}),
+               records.http_response(n, n, 200, "OK", [("Content-Type", "text/event-stream")], None, {})]
+        out += [{"kind": "sse.event", "t": n, "exchange": n, "dir": "s2c", "msg": m} for m in answer]
+        return out + [records.end(n, n, "complete")]
+
+    def progress(i: int) -> dict:
+        return {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": i}}
+
+    tape = write_tape(tmp_path / "raw.mcptape", [*exchange(1, "gzip-sse", [progress(1), progress(2)]),
+                                                 *exchange(2, "die-mid-stream", [progress(1)])])
+    server = RawServer()
+    try:
+        log = tmp_path / "log.mcptape"
+        result = mcptape.verify(tape, upstream=server.url, log=log, timeout=2)
+    finally:
+        server.close()
+    ends = {r["exchange"]: r["reason"] for r in read(log).records if r["kind"] == "end"}
+    assert ends == {0: "complete", 1: "upstream-reset"}
+    events = [r for r in read(log).records if r["kind"] == "sse.event" and r["exchange"] == 0]
+    assert [e["msg"]["params"]["progress"] for e in events] == [1, 2]
+    # neither call is answered, in the tape or now; what is new is the half event the server broke off in
+    assert [(d.kind, d.path) for d in result.differences] == [("finding-new-in-b", "malformed-message")]
+    assert result.missed == []

@@ -53,7 +53,12 @@ class Response:
     async def chunks(self) -> AsyncIterator[bytes]:
         conn = self._conn
         while not self.done:
-            event = await conn.next_event()
+            try:
+                event = await conn.next_event()
+            except h11.ProtocolError as e:  # the server broke off mid-body
+                conn.close()
+                self._conn = None
+                raise ConnectionResetError(f"the server broke off the response: {e}") from None
             if isinstance(event, h11.Data):
                 yield bytes(event.data)
             elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -426,8 +427,6 @@ class StdioRun(Run):
         await asyncio.gather(*self.readers, return_exceptions=True)
         code = proc.returncode
         if code is not None and code < 0:
-            import signal
-
             self.write(records.stdio_exit(time.time(), None, signal.Signals(-code).name))
         else:
             self.write(records.stdio_exit(time.time(), code))

@@ -61,7 +61,7 @@ class Script:
     tape: str
     transport: str | None = None  # the first session's (model.STDIO, STREAMABLE, …)
     steps: list[Step] = field(default_factory=list)
-    final: list[tuple[Key, int]] = field(default_factory=list)  # everything the server sent after the last step
+    final: list[tuple[Key, int]] = field(default_factory=list)  # what the server sent after the last step
     versions: set = field(default_factory=set)
     methods: dict = field(default_factory=dict)  # (session, request id) -> the client request's method
 
@@ -243,7 +243,9 @@ class _Builder(Observer):
                     step.answers[jsonrpc.id_key(msg.get("id"))] = asked
 
     def finish(self, model: Model) -> tuple:
-        self.script.final = self._needs()
+        # the end: what the server sent after the last step, and every stream it ended (a log cut short by verify
+        # stopping would say less than the tape)
+        self.script.final = self._needs() + [((None, "end", ex), 1) for ex in sorted(self.ended)]
         return ()
 
 
