@@ -111,6 +111,7 @@ class Run:
                 self._sent(step)
                 await self.send(step)
             await self._wait(self.script.final)
+            await self.tracker.wait(self.script.ended, self.timeout)  # a stream still open: its call is reported
         finally:
             await self.stop()
 

@@ -62,6 +62,8 @@ class Script:
     transport: str | None = None  # the first session's (model.STDIO, STREAMABLE, …)
     steps: list[Step] = field(default_factory=list)
     final: list[tuple[Key, int]] = field(default_factory=list)  # what the server sent after the last step
+    # the streams the server ended: at the end a re-drive lets them end too (verify stopping would cut them short)
+    ended: list[tuple[Key, int]] = field(default_factory=list)
     versions: set = field(default_factory=set)
     methods: dict = field(default_factory=dict)  # (session, request id) -> the client request's method
 
@@ -243,9 +245,8 @@ class _Builder(Observer):
                     step.answers[jsonrpc.id_key(msg.get("id"))] = asked
 
     def finish(self, model: Model) -> tuple:
-        # the end: what the server sent after the last step, and every stream it ended (a log cut short by verify
-        # stopping would say less than the tape)
-        self.script.final = self._needs() + [((None, "end", ex), 1) for ex in sorted(self.ended)]
+        self.script.final = self._needs()
+        self.script.ended = [((None, "end", ex), 1) for ex in sorted(self.ended)]
         return ()
 
 
