@@ -572,6 +572,8 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
     except VerifyError as e:
         raise Failure(str(e)) from None
     code = _exit_with(0 if result.ok or update else 1)
+    for note in result.notes:
+        click.echo(f"mcptape: warning: {note}", err=True)
     if fmt == "json":
         click.echo(json_form.dumps({"differences": [d.to_json() for d in result.differences],
                                     "missed": result.missed, "log": result.log, "updated": result.updated,

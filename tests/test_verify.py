@@ -245,9 +245,10 @@ def test_redacted_tape_needs_its_secret_and_verifies_with_it(other_server, recor
     log = tmp_path / "new.mcptape"
     env = {**os.environ, "TOKEN": "s3cr3t"}
     result = subprocess.run([str(Path(sys.executable).parent / "mcptape"), "verify", str(rec.tape), "--upstream",
-                             upstream, "--secret", "/headers/authorization=TOKEN", "--log", str(log)],
-                            capture_output=True, text=True, env=env, timeout=60)
+                             upstream, "--secret", "/headers/authorization=TOKEN", "--secret", "/query/none=TOKEN",
+                             "--log", str(log)], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "mcptape: warning: --secret /query/none: the tape holds no redacted value there" in result.stderr
     assert b"s3cr3t" not in log.read_bytes()  # the log is redacted as any recording
 
 

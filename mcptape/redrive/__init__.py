@@ -37,7 +37,7 @@ class Result:
     log: str | None  # the new conversation's tape, when one was kept
     calls: int  # client requests sent
     updated: str | None = None  # with update: where the old tape was kept
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings: a secret given for no redacted value
 
     @property
     def ok(self) -> bool:
@@ -72,7 +72,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
     from .drive import HttpRun, StdioRun, Unstartable
 
     if (upstream is None) == (not command):
-        raise VerifyError("give the server to verify: an upstream URL or a command (not both)")
+        raise VerifyError("give the server to verify: --upstream URL, or -- CMD ARGS… for a stdio server (not both)")
     secrets = dict(secrets or {})
     tape = os.fspath(tape)
     try:
@@ -86,7 +86,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
     if script.stdio != bool(command):
         raise VerifyError(f"{tape} is a {'stdio' if script.stdio else 'HTTP'} tape: give "
                           f"{'a command (-- CMD …)' if script.stdio else 'an upstream URL (--upstream URL)'}")
-    missing, pseudonyms = _missing_secrets(script, secrets)
+    missing, pseudonyms, unused = _missing_secrets(script, secrets)
     if missing:
         raise VerifyError(f"{tape} is redacted where the conversation needs the secret: {'; '.join(missing)}; "
                           f"give each with --secret POINTER=ENVVAR")
@@ -115,6 +115,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
             raise VerifyError(str(e)) from None
         sent = sum(1 for s in script.steps for m in _messages(s) if "id" in m and "method" in m)
         result = Result(differences, run.missed, out if keep else None, sent)
+        result.notes = [f"--secret {p}: the tape holds no redacted value there; not used" for p in unused]
         if update:
             result.updated = _update(tape, out, log is None)
             result.log = log and out
@@ -129,19 +130,22 @@ def _messages(step: scripted.Step) -> list:
     return [m for m in (msg if isinstance(msg, list) else [msg]) if isinstance(m, dict)]
 
 
-def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> tuple[list[str], dict[str, str], list]:
     """Each redacted position the conversation needs and no secret fills, once, with where it is first needed;
-    and for each secret given, the pseudonym the tape holds in its place (the new tape gets that back)."""
+    for each secret given, the pseudonym the tape holds in its place (the new tape gets that back); the secrets'
+    pointers that name no redacted value."""
     missing: dict[str, str] = {}
     pseudonyms: dict[str, str] = {}
+    unused = dict.fromkeys(secrets)
     for step, where, value in script.redacted():
         position = where if where.startswith(("/headers/", "/query/")) else _in_message(step, where)
         if position in secrets:
+            unused.pop(position, None)
             pseudonyms.setdefault(secrets[position], scripted.PSEUDONYM.search(value).group())
         elif position not in missing:
             method = next((m.get("method") for m in _messages(step) if m.get("method")), step.kind)
             missing[position] = f"{position} ({method}, record {step.seq})"
-    return list(missing.values()), pseudonyms
+    return list(missing.values()), pseudonyms, list(unused)
 
 
 def _in_message(step: scripted.Step, where: str) -> str:
