@@ -291,7 +291,10 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redact_
         if not existed and os.path.exists(output) and not recorder.exchanges:
             os.remove(output)
         raise Failure(str(e)) from None
-    click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
+    if recorder.failure:
+        click.echo(f"mcptape: {output} holds what was recorded before that ({recorder.failure})", err=True)
+    else:
+        click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
     _warn_unfired(recorder.editor)
 
 

@@ -133,12 +133,13 @@ class Recording:
         return code, out, err
 
 
-def start_recording(upstream: str | None, tape: Path, *args: str) -> Recording:
-    """`mcptape record` in front of an upstream, ready when this returns (it printed the URL to use)."""
+def start_recording(upstream: str | None, tape: Path, *args: str, wrap: tuple[str, ...] = ()) -> Recording:
+    """`mcptape record` in front of an upstream, ready when this returns (it printed the URL to use). `wrap` goes
+    in front of the command (say, a shell that limits the file size first)."""
     cmd = [MCPTAPE, "record", "--listen", "127.0.0.1:0", "-o", str(tape), *args]
     if upstream:
         cmd[2:2] = ["--upstream", upstream]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*wrap, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = None
     deadline = time.monotonic() + 30
     while url is None and time.monotonic() < deadline:

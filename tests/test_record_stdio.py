@@ -247,3 +247,41 @@ def test_a_full_disk_stops_the_recording_not_the_server(tmp_path):
     assert b"mcptape: recording stopped" in client.proc.stderr.read()
     recorded = read(tape)  # what was written before the disk filled is intact
     assert recorded.records[0]["kind"] == "capture.start"
+
+
+HUGE_AND_DEEP = r"""
+import sys
+out = sys.stdout.buffer
+out.write(b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + b"x" * 10_000_000 + b'"}]}}\n')
+out.write(b"[" * 600 + b"]" * 600 + b"\n")
+out.write(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after"}}\n')
+"""
+
+
+def test_a_ten_megabyte_line_and_json_nested_too_deep_are_relayed_and_recording_goes_on(tmp_path):
+    tape = tmp_path / "hostile.mcptape"
+    direct = subprocess.run([sys.executable, "-c", HUGE_AND_DEEP], capture_output=True, stdin=subprocess.DEVNULL)
+    through = subprocess.run(wrapped(tape, sys.executable, "-c", HUGE_AND_DEEP), capture_output=True,
+                             stdin=subprocess.DEVNULL)
+    assert through.returncode == direct.returncode == 0
+    assert through.stdout == direct.stdout and through.stderr == b""
+    huge, deep, after = lines(read(tape), "s2c")
+    assert len(huge["msg"]["result"]["content"][0]["text"]) == 10_000_000
+    assert deep["raw"] == b"[" * 600 + b"]" * 600 and "nested deeper than 500" in deep["problem"]
+    assert after["msg"]["params"]["data"] == "after"
+
+
+def test_the_client_dying_mid_call_ends_the_server_and_the_tape_cleanly(tmp_path):
+    """The client vanishes while a call streams progress: its pipes close on both ends at once. The wrapper closes
+    the server's stdin (as the client's death would have), lets it end, and closes the tape."""
+    tape = tmp_path / "orphan.mcptape"
+    client = RawClient(wrapped(tape, *DEMO))
+    client.handshake()
+    client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**SLOW_CALL, "_meta": {"progressToken": "t"}}})
+    assert client.receive()["method"] == "notifications/progress"
+    client.proc.stdin.close()
+    client.proc.stdout.close()  # nobody reads the server's answers any more
+    code = client.proc.wait(30)  # it ends, not hangs, and exits as its server did
+    recorded = read(tape)
+    assert recorded.truncated is None and recorded.records[-1]["kind"] == "capture.stop"
+    assert next(r for r in recorded.records if r["kind"] == "stdio.exit")["code"] == code

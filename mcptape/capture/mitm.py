@@ -89,6 +89,24 @@ class _Discard:
         pass
 
 
+class _TapeSink:
+    """The capture's writer, guarded: a tape that can no longer be written (a full disk, a file gone bad) stops the
+    recording once, saying so, and never the traffic. What was written before stays readable (one frame a write)."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.failure: str | None = None
+
+    def write(self, record: records.Record) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self.writer.write(record)
+        except Exception as e:
+            self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
+            logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
+
+
 class Recorder:
     def __init__(self, clock: Clock = time.time) -> None:
         # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
@@ -100,6 +118,7 @@ class Recorder:
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
+        self.failure: str | None = None  # why the last capture stopped writing early, if it did
 
     def load(self, loader) -> None:
         loader.add_option("mcptape_tape", Optional[str], None, "Record MCP traffic into this tape (.mcptape).")
@@ -144,7 +163,7 @@ class Recorder:
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
         redactor = Redactor(ctx.options.mcptape_redact_header, enabled=not ctx.options.mcptape_no_redact)
-        self.capture = HttpCapture(self.writer, redactor, scope, self.clock)
+        self.capture = HttpCapture(_TapeSink(self.writer), redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
@@ -295,6 +314,7 @@ class Recorder:
             try:
                 self.exchanges = self.capture.recorded
                 self.capture.stop(self.clock(), reason)
+                self.failure = getattr(self.capture.sink, "failure", None)
             except Exception as e:
                 logger.error(f"mcptape: closing the tape failed: {e}")
             self.capture = None

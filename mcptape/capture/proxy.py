@@ -71,6 +71,12 @@ async def serve(
     mitm_logger = logging.getLogger("mitmproxy")
     mitm_logger.addHandler(errors)
     mitm_logger.propagate = verbose  # mitmproxy's per-connection chatter only with --verbose
+    # The recorder's own warnings (a tape that stopped being written) reach the terminal; under mitmdump, mitmproxy's
+    # event log shows them instead.
+    ours, to_stderr = logging.getLogger("mcptape"), logging.StreamHandler()
+    to_stderr.setLevel(logging.WARNING)
+    ours.addHandler(to_stderr)
+    ours.propagate = False
     startup = _Startup(errors, lambda addrs: (mitm_logger.removeHandler(errors), on_ready(addrs)))
     opts = options.Options()
     m = master.Master(opts)
@@ -94,5 +100,7 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         mitm_logger.removeHandler(errors)
+        ours.removeHandler(to_stderr)
+        ours.propagate = True
     if startup.failure:
         raise StartupError(startup.failure)

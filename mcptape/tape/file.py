@@ -29,7 +29,10 @@ import msgpack
 FORMAT = 1
 MAGIC = b"MCPTAPE" + bytes([FORMAT])
 _FRAME = struct.Struct(">III")
-_MAX_RECORD = 1 << 30
+# A frame claims its own length, so a damaged or hostile tape could make a reader allocate gigabytes. Real records
+# stay far below this (a 10 MB tool result is a 10 MB record); MCPTAPE_MAX_RECORD_MB raises it for a tape that needs it.
+MAX_RECORD_ENV = "MCPTAPE_MAX_RECORD_MB"
+DEFAULT_MAX_RECORD_MB = 64
 _EXT_BIGINT = 1
 _EXT_NUMBER = 2
 
@@ -53,7 +56,17 @@ def _ext_hook(code: int, data: bytes) -> Any:
         return int(data)
     if code == _EXT_NUMBER:
         return Decimal(data.decode())
-    return msgpack.ExtType(code, data)
+    raise ValueError(f"unknown extension type {code}")
+
+
+def max_record() -> int:
+    """The largest record a reader accepts, in bytes."""
+    value = os.environ.get(MAX_RECORD_ENV, "")
+    try:
+        megabytes = float(value) if value else DEFAULT_MAX_RECORD_MB
+    except ValueError:
+        raise TapeError(f"{MAX_RECORD_ENV}={value!r} is not a number of megabytes") from None
+    return int(megabytes * (1 << 20))
 
 
 def pack(value: Any) -> bytes:
@@ -100,6 +113,7 @@ class Reader:
             self._file.close()
             raise TapeError(f"{self.path}: tape format {magic[7]} is not supported (this mcptape reads {FORMAT})")
         self.truncated: str | None = None
+        self.max_record = max_record()
         self.end_offset = len(MAGIC)
         self.count = 0
         self._frames = self._read_frames()
@@ -114,16 +128,19 @@ class Reader:
         # is its first record (taken by __init__); iterating the reader goes on from there.
         read, unpack, crc32, size = self._file.read, _FRAME.unpack, zlib.crc32, _FRAME.size
         unpackb, ext_hook = msgpack.unpackb, _ext_hook
-        offset = self.end_offset
+        offset, limit = self.end_offset, self.max_record
         try:
             while head := read(size):
                 if len(head) < size:
                     self.truncated = f"torn frame header at byte {offset}"
                     return
                 length, check, crc = unpack(head)
-                if length ^ 0xFFFFFFFF != check or length > _MAX_RECORD:
+                if length ^ 0xFFFFFFFF != check:
                     raise TapeError(f"{self.path}: corrupt record frame at byte {offset} (length field damaged); "
                                     f"{self.count} records before it are intact")
+                if length > limit:
+                    raise TapeError(f"{self.path}: record at byte {offset} is {_megabytes(length)}, over the "
+                                    f"{_megabytes(limit)} limit (set {MAX_RECORD_ENV} to read it if it is real)")
                 payload = read(length)
                 if len(payload) < length:
                     self.truncated = f"torn record at byte {offset} ({len(payload)} of {length} bytes)"
@@ -134,7 +151,8 @@ class Reader:
                 try:
                     record = unpackb(payload, ext_hook=ext_hook, raw=False, strict_map_key=False)  # decode_payload
                 except Exception as e:  # a valid CRC over undecodable bytes: written by something else
-                    raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({e})") from None
+                    why = str(e) or ("nested too deeply" if isinstance(e, msgpack.StackError) else type(e).__name__)
+                    raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({why})") from None
                 if type(record) is not dict:
                     raise TapeError(f"{self.path}: record at byte {offset} is not a map")
                 offset += size + length
@@ -146,6 +164,10 @@ class Reader:
 
     def __iter__(self) -> Iterator[Record]:
         return self._frames
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MB"
 
 
 def read(path: str | os.PathLike[str]) -> Tape:

@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 JSON = Any
 
 
 def _exact_float(literal: str) -> float | Decimal:
+    try:
+        exact = Decimal(literal)
+    except InvalidOperation:  # an exponent past what any decimal holds (found by fuzzing): no number we can keep
+        raise ValueError(f"number {literal if len(literal) <= 20 else literal[:20] + '…'} is out of range") from None
     value = float(literal)
-    if math.isfinite(value) and Decimal(repr(value)) == Decimal(literal):
+    if math.isfinite(value) and Decimal(repr(value)) == exact:
         return value
-    return Decimal(literal)
+    return exact
 
 
 def _reject_constant(name: str) -> Any:
@@ -29,6 +33,20 @@ def _reject_constant(name: str) -> Any:
 
 
 _decoder = json.JSONDecoder(parse_float=_exact_float, parse_constant=_reject_constant)
+
+# Deeper JSON is not taken as a message: a tape stores messages as msgpack, whose packer stops at 511 levels, and
+# every reader walks messages recursively. Real MCP messages nest a few dozen levels at most.
+MAX_DEPTH = 500
+
+
+def _deeper_than(value: JSON, limit: int) -> bool:
+    """Whether more than `limit` arrays/objects nest inside each other (breadth-first: no recursion to overflow)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(limit):
+        level = [v for c in level for v in (c.values() if isinstance(c, dict) else c) if isinstance(v, (dict, list))]
+        if not level:
+            return False
+    return True
 
 
 def loads(text: str | bytes) -> JSON:
@@ -59,6 +77,9 @@ def parse(data: bytes | str) -> Body:
         return Body(problem=f"not JSON: {e}")
     except RecursionError:
         return Body(problem="not JSON: nested too deeply")
+    opens = (b"[", b"{") if isinstance(data, bytes) else ("[", "{")
+    if data.count(opens[0]) + data.count(opens[1]) > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        return Body(problem=f"JSON nested deeper than {MAX_DEPTH} levels is not taken as a message")
     return Body(msg=value, problem=invalid_reason(value), is_json=True)
 
 

@@ -1,0 +1,115 @@
+"""The recorder under load, against bare mitmdump under the same load, measured in the same run.
+
+    .venv/bin/python bench/load.py [--clients 50] [--seconds 20] [--events 20000] [--rate 2000]
+
+1. `--clients` official SDK clients at once, each in its own session, calling `add` and `countdown` (with progress)
+   for `--seconds` through bare `mitmdump --mode reverse:…` and then through `mcptape record`, in front of one demo
+   SDK server: p50/p99 of each client call's latency per path, and mcptape's added latency over mitmdump's (both
+   against a direct run). The tape is compared with what each client saw (tests/load.py).
+2. One SSE stream of `--events` events at `--rate` a second (tests/sse_flood.py), read directly, through bare
+   mitmdump and through mcptape record: each event's pass-through delay (server write -> client read), p50/p99,
+   and the recorder's memory at the start and the end of the stream.
+
+Never run in CI; never a pass/fail. The figures swing with whatever else the machine is doing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests import load  # noqa: E402  (the harness the reliability tests use)
+from tests.conftest import free_port, spawn_demo, start_recording, stop, wait_for_port  # noqa: E402
+
+BIN = Path(sys.executable).parent
+
+
+def mitmdump(upstream_port: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen([str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(port), "--mode",
+                             f"reverse:http://127.0.0.1:{upstream_port}", "--set", "stream_large_bodies=1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, proc)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def pct(values: list[float], p: float) -> float:
+    return load.percentile(values, p) * 1000 if values else float("nan")
+
+
+def clients_load(args: argparse.Namespace, tmp: Path) -> None:
+    port = free_port()
+    server = spawn_demo(port)
+    direct = f"http://127.0.0.1:{port}/mcp"
+    try:
+        latencies: dict[str, list[float]] = {}
+        runs = anyio.run(load.many_clients, direct, args.clients, args.seconds)
+        latencies["direct"] = [x for r in runs for x in r.latencies]
+        dump, url = mitmdump(port)
+        runs = anyio.run(load.many_clients, url, args.clients, args.seconds)
+        latencies["mitmdump"] = [x for r in runs for x in r.latencies]
+        stop(dump)
+        rec = start_recording(direct, tmp / "load.mcptape")
+        runs = anyio.run(load.many_clients, rec.url, args.clients, args.seconds)
+        rec.stop()
+        latencies["mcptape"] = [x for r in runs for x in r.latencies]
+        compared = load.compare(runs, load.tape_calls(str(rec.tape)))
+    finally:
+        stop(server)
+    print(f"{args.clients} SDK clients for {args.seconds:g} s each path (calls, p50 ms, p99 ms):")
+    for name, values in latencies.items():
+        print(f"  {name:9} {len(values):6}  {pct(values, .5):7.2f}  {pct(values, .99):7.2f}")
+    for p, label in ((.5, "p50"), (.99, "p99")):
+        added = {n: pct(latencies[n], p) - pct(latencies["direct"], p) for n in ("mitmdump", "mcptape")}
+        print(f"  added {label}: mitmdump {added['mitmdump']:.2f} ms, mcptape {added['mcptape']:.2f} ms "
+              f"({added['mcptape'] / added['mitmdump']:.2f}x mitmdump's)" if added["mitmdump"] > 0 else "")
+    print(f"  tape vs clients: {compared.compared} calls compared, {len(compared.problems)} problems"
+          + (f": {compared.problems[0]}" if compared.problems else ""))
+
+
+def stream_load(args: argparse.Namespace, tmp: Path) -> None:
+    flood = subprocess.Popen([sys.executable, "-m", "tests.sse_flood", str(args.events), str(args.rate)],
+                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        port = int(flood.stdout.readline())
+        upstream = f"http://127.0.0.1:{port}/mcp"
+        delays = {"direct": load.stream_delays(upstream)[0]}
+        dump, url = mitmdump(port)
+        delays["mitmdump"] = load.stream_delays(url)[0]
+        stop(dump)
+        rec = start_recording(upstream, tmp / "stream.mcptape")
+        sampler = load.RssSampler(rec.proc.pid)
+        delays["mcptape"] = load.stream_delays(rec.url)[0]
+        memory = sampler.stop()
+        rec.stop()
+    finally:
+        stop(flood, signal.SIGKILL)
+    print(f"one SSE stream, {args.events} events at {args.rate:g}/s (events, delay p50 ms, p99 ms):")
+    for name, values in delays.items():
+        print(f"  {name:9} {len(values):6}  {load.percentile(values, .5):7.2f}  {load.percentile(values, .99):7.2f}")
+    print(f"  recorder RSS {memory[0] // 1024} MB once streaming -> {memory[1] // 1024} MB at the end")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--events", type=int, default=20_000)
+    p.add_argument("--rate", type=float, default=2_000)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        clients_load(args, Path(tmp))
+        stream_load(args, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
