@@ -511,12 +511,16 @@ def diff_(tape_a, tape_b, fmt, ignore):
         click.echo(json_form.dumps({"differences": [d.to_json() for d in differences],
                                     "summary": {"differences": len(differences), "kinds": counts}}, indent=1))
     else:
-        for d in differences:
-            where = f" at {d.path}" if d.path else ""
-            change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
-            click.echo(f"{d.kind:20} {d.call}{where}{change}")
+        _print_differences(differences)
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")
     raise SystemExit(code)
+
+
+def _print_differences(differences) -> None:
+    for d in differences:
+        where = f" at {d.path}" if d.path else ""
+        change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
+        click.echo(f"{d.kind:20} {d.call}{where}{change}")
 
 
 def _short(value, width: int = 60) -> str:
@@ -585,10 +589,7 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
     else:
         for line in result.missed:
             click.echo(line)
-        for d in result.differences:
-            where = f" at {d.path}" if d.path else ""
-            change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
-            click.echo(f"{d.kind:20} {d.call}{where}{change}")
+        _print_differences(result.differences)
         verdict = "agrees with the tape" if result.ok else (
             f"{len(result.differences)} difference(s), {len(result.missed)} missing")
         click.echo(f"verify: {result.calls} call(s) sent; {verdict}")

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..check.diff import Difference
+from ..redact import PSEUDONYM
 from . import script as scripted
 
 
@@ -91,7 +92,6 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
         raise VerifyError(f"{tape} is redacted where the conversation needs the secret: {'; '.join(missing)}; "
                           f"give each with --secret POINTER=ENVVAR")
 
-    keep = log is not None or update
     out = os.fspath(log) if log is not None else os.path.join(tempfile.mkdtemp(prefix="mcptape-verify-"),
                                                                "verify.mcptape")
     try:
@@ -114,14 +114,13 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
         except ValueError as e:
             raise VerifyError(str(e)) from None
         sent = sum(1 for s in script.steps for m in _messages(s) if "id" in m and "method" in m)
-        result = Result(differences, run.missed, out if keep else None, sent)
+        result = Result(differences, run.missed, out if log is not None else None, sent)
         result.notes = [f"--secret {p}: the tape holds no redacted value there; not used" for p in unused]
         if update:
-            result.updated = _update(tape, out, log is None)
-            result.log = log and out
+            result.updated = _update(tape, out)
         return result
     finally:
-        if not keep:
+        if log is None:
             shutil.rmtree(os.path.dirname(out), ignore_errors=True)
 
 
@@ -141,7 +140,7 @@ def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> tuple[
         position = where if where.startswith(("/headers/", "/query/")) else _in_message(step, where)
         if position in secrets:
             unused.pop(position, None)
-            pseudonyms.setdefault(secrets[position], scripted.PSEUDONYM.search(value).group())
+            pseudonyms.setdefault(secrets[position], PSEUDONYM.search(value).group())
         elif position not in missing:
             method = next((m.get("method") for m in _messages(step) if m.get("method")), step.kind)
             missing[position] = f"{position} ({method}, record {step.seq})"
@@ -157,17 +156,17 @@ def _in_message(step: scripted.Step, where: str) -> str:
 
 def _redacted(d: Difference) -> bool:
     """A redacted value in the tape's answer compares equal to anything: the tape no longer holds what it was."""
-    if not isinstance(d.a, str) or not scripted.PSEUDONYM.search(d.a):
+    if not isinstance(d.a, str) or not PSEUDONYM.search(d.a):
         return False
-    if scripted.PSEUDONYM.fullmatch(d.a):
+    if PSEUDONYM.fullmatch(d.a):
         return True
     import re
 
-    pattern = ".*".join(re.escape(part) for part in scripted.PSEUDONYM.split(d.a))
+    pattern = ".*".join(re.escape(part) for part in PSEUDONYM.split(d.a))
     return isinstance(d.b, str) and re.fullmatch(pattern, d.b, re.DOTALL) is not None
 
 
-def _update(tape: str, new: str, temporary: bool) -> str:
+def _update(tape: str, new: str) -> str:
     """The tape replaced by the new conversation; the old one kept beside it (run.mcptape -> run.old.mcptape,
     run.old-2.mcptape, … so an older one is never overwritten). Returns where the old one went."""
     stem, ext = os.path.splitext(tape)
@@ -176,5 +175,5 @@ def _update(tape: str, new: str, temporary: bool) -> str:
         n += 1
         kept = f"{stem}.old-{n}{ext}"
     os.replace(tape, kept)
-    (shutil.move if temporary else shutil.copyfile)(new, tape)
+    shutil.copyfile(new, tape)
     return kept

@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 from .. import TOOL
 from ..capture.http import HttpCapture, Scope
-from ..redact import Redactor
+from ..redact import PSEUDONYM, Redactor
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import http, jsonrpc, pointer
@@ -205,7 +205,7 @@ def _fill(value: Any, path: list[str], secret: str) -> Any:
     """`value` with the pseudonym at `path` replaced by the secret (copies on the way; the script is not
     changed). A path that names nothing redacted leaves the value as it is."""
     if not path:
-        return scripted.PSEUDONYM.sub(lambda _: secret, value) if isinstance(value, str) else value
+        return PSEUDONYM.sub(lambda _: secret, value) if isinstance(value, str) else value
     head, rest = path[0], path[1:]
     if isinstance(value, dict) and head in value:
         return {**value, head: _fill(value[head], rest, secret)}
@@ -292,7 +292,7 @@ class HttpRun(Run):
 
     def _secret(self, path: str, value: str) -> str:
         secret = self.secrets.get(path)
-        return value if secret is None else scripted.PSEUDONYM.sub(lambda _: secret, value)
+        return value if secret is None else PSEUDONYM.sub(lambda _: secret, value)
 
     def _headers(self, step: scripted.Step) -> list[tuple[str, str]]:
         out = [(k, self._secret(f"/headers/{k.lower()}", v)) for k, v in step.headers]

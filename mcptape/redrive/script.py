@@ -11,17 +11,14 @@ their meaning: a cancellation sent after the second progress of a call goes out 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import STDIO, Model, Observer, Seen
+from ..redact import PSEUDONYM
 from ..tape import records
 from ..tape.file import Reader
 from ..wire import http, jsonrpc
-
-# What a redacted value looks like in a tape (redact.Redactor.pseudonym), wherever it stands in a string.
-PSEUDONYM = re.compile(r"<redacted:[0-9a-f]{12}>")
 
 # Step kinds
 POST, GET, DELETE = "POST", "GET", "DELETE"  # an HTTP request, by its method
@@ -50,7 +47,6 @@ class Step:
     # answers to the server's own requests: recorded id -> (method, ordinal) of the request it answers
     answers: dict = field(default_factory=dict)
     resume: tuple[int, int] | None = None  # a GET with Last-Event-ID: (exchange, index) of the event it resumes
-    argv: list[str] | None = None  # stdio: the recorded command (a new run starts a new process)
     # a cancellation (notifications/cancelled, or hanging up on a 2026-07-28 request) that had no server message
     # to wait for: the client gave up after a time, the only evidence there is. (what it gave up on, seconds)
     gave_up: tuple[Any, float] | None = None
@@ -64,7 +60,6 @@ class Script:
     final: list[tuple[Key, int]] = field(default_factory=list)  # what the server sent after the last step
     # the streams the server ended: at the end a re-drive lets them end too (verify stopping would cut them short)
     ended: list[tuple[Key, int]] = field(default_factory=list)
-    versions: set = field(default_factory=set)
     methods: dict = field(default_factory=dict)  # (session, request id) -> the client request's method
 
     @property
@@ -126,10 +121,8 @@ class _Builder(Observer):
         self.changed: dict[Key, None] = {}  # keys counted since the last step (ordered, no duplicates)
         self.by_exchange: dict[int, Step] = {}
         self.asks: dict[tuple[str, Any], tuple[str, int]] = {}  # (session, id) -> (method, ordinal)
-        self.ask_counts: dict[tuple[str, str], int] = {}
         self.event_counts: dict[int, int] = {}
         self.event_at: dict[str, tuple[int, int]] = {}  # SSE event id -> (exchange, index): what a resume names
-        self.argv: list[str] | None = None
         self.sent_at: dict[Any, float] = {}  # recorded exchange, or (session, request id) -> when it was sent
         self.ended: set[int] = set()  # exchanges the server (not the client) ended
 
@@ -137,14 +130,8 @@ class _Builder(Observer):
         r = seen.record
         kind = r.get("kind")
         label = seen.session.label if seen.session is not None else None
-        if kind == records.CAPTURE_START:
-            source = r.get("source") or {}
-            self.argv = source.get("stdio") if isinstance(source, dict) else None
-            return
         if seen.session is not None and self.script.transport is None:
             self.script.transport = seen.session.transport
-        if seen.session is not None and seen.session.version:
-            self.script.versions.add(seen.session.version)
         ex = r.get("exchange")
         step = self.by_exchange.get(ex) if ex is not None else None
         if step is not None and step.session is None:
@@ -191,11 +178,10 @@ class _Builder(Observer):
             if r.get("dir") == records.S2C:
                 self._server(label, r.get("msg"))
             else:
-                step = self._step(LINE, seen, label, body={k: r[k] for k in ("msg", "raw") if k in r},
-                                  argv=self.argv)
+                step = self._step(LINE, seen, label, body={k: r[k] for k in ("msg", "raw") if k in r})
                 self._answers(step, label, seen.t)
         elif kind == records.STDIO_EOF and r.get("dir") == records.C2S:
-            self._step(EOF, seen, label, argv=self.argv)
+            self._step(EOF, seen, label)
 
     def _step(self, kind: str, seen: Seen, label: str | None, **fields) -> Step:
         step = Step(kind, seen.seq, label, self._needs(), **fields)
