@@ -462,3 +462,37 @@ def test_a_server_that_breaks_off_or_compresses_its_stream_is_logged_as_it_was(t
     # neither call is answered, in the tape or now; what is new is the half event the server broke off in
     assert [(d.kind, d.path) for d in result.differences] == [("finding-new-in-b", "malformed-message")]
     assert result.missed == []
+
+
+QUITTER = """
+import json, sys
+first = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": first["id"], "result": {"protocolVersion": "2025-11-25",
+      "capabilities": {}, "serverInfo": {"name": "quitter", "version": "0"}}}), flush=True)
+"""
+
+
+def test_a_server_that_goes_away_is_not_waited_for(tmp_path):
+    """A stdio server that answers initialize and exits: verify says so and sends the rest without waiting for
+    answers that cannot come (however long --timeout is)."""
+    tape = tmp_path / "stdio.mcptape"
+    argv = wrapped(tape, *DEMO)
+    assert anyio.run(script, StdioServerParameters(command=argv[0], args=argv[1:]), "legacy")
+    code, out, err = verify(tape, "--timeout", "120", "--", sys.executable, "-c", QUITTER, timeout=100)
+    assert code == 1, err
+    assert len(out["missed"]) == 1
+    assert out["missed"][0].startswith("the server went away (the server closed its stdout): ")
+    assert {d["kind"] for d in out["differences"]} >= {"answered-in-a-only"}
+
+
+def test_https_upstream_needs_a_trusted_certificate_or_insecure(demo_server, record, tmp_path):
+    from .test_record_transports import self_signed
+
+    upstream = demo_server("--tls", *self_signed(tmp_path))
+    rec = record(upstream, "--insecure")
+    anyio.run(script, rec.url, "legacy")
+    rec.stop()
+    code, _, err = verify(rec.tape, "--upstream", upstream)
+    assert code == 2 and "TLS with 127.0.0.1" in err and "--insecure" in err
+    code, out, err = verify(rec.tape, "--upstream", upstream, "--insecure")
+    assert (code, out["differences"], out["missed"]) == (0, [], []), err

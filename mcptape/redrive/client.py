@@ -100,13 +100,21 @@ class Client:
         scheme, host, port = origin
         try:
             reader, writer = await asyncio.open_connection(host, port, ssl=self._ssl if scheme == "https" else None)
-        except (OSError, ssl.SSLError) as e:
+        except ssl.SSLError as e:
+            raise Unreachable(f"TLS with {host}:{port} failed: {e.reason or e} (--insecure skips the certificate "
+                              f"check)") from None
+        except OSError as e:
             raise Unreachable(f"cannot connect to {host}:{port}: {e.strerror or e}") from None
         return _Connection(reader, writer)
 
+    async def probe(self, url: str) -> None:
+        """Connect (TLS too) and keep the connection for the first request; raises Unreachable."""
+        origin = _origin(urlsplit(url))
+        self._idle.setdefault(origin, []).append(await self._connect(origin))
+
     async def request(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes = b"") -> Response:
         split = urlsplit(url)
-        origin = (split.scheme, split.hostname, split.port or (443 if split.scheme == "https" else 80))
+        origin = _origin(split)
         target = (split.path or "/") + (f"?{split.query}" if split.query else "")
         conn = await self._connect(origin)
         out = [("host", split.netloc), *headers]
@@ -136,6 +144,10 @@ class Client:
             for conn in conns:
                 conn.close()
         self._idle.clear()
+
+
+def _origin(split) -> tuple[str, str, int]:
+    return split.scheme, split.hostname, split.port or (443 if split.scheme == "https" else 80)
 
 
 def _insecure() -> ssl.SSLContext:

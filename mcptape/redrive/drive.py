@@ -40,6 +40,9 @@ class Tracker:
         self.counts: dict[tuple, int] = {}
         self._waiting: dict[tuple, list[tuple[int, asyncio.Future]]] = {}
         self.given_up: set[tuple] = set()
+        self.gone: str | None = None  # the server went away (why): nothing more can come, nothing is waited for
+        self.skipped = 0  # needs let go because the server had gone
+        self.why: str | None = None  # the first time it went
         self.asks: dict[tuple, Any] = {}  # (session, method, ordinal) -> the live server request's id
 
     def count(self, key: tuple, msg: Any = None) -> None:
@@ -67,6 +70,9 @@ class Tracker:
         for key, n in needs:
             if self.counts.get(key, 0) >= n or key in self.given_up:
                 continue
+            if self.gone:
+                self.skipped += 1
+                continue
             future = asyncio.get_running_loop().create_future()
             self._waiting.setdefault(key, []).append((n, future))
             try:
@@ -74,7 +80,19 @@ class Tracker:
             except TimeoutError:
                 self.given_up.add(key)
                 missed.append(key)
+            else:
+                self.skipped += self.counts.get(key, 0) < n  # let go: the server left
         return missed
+
+    def left(self, why: str) -> None:
+        """The server has gone: the steps waiting on it are let go, and no step waits any more."""
+        self.gone = why
+        self.why = self.why or why
+        for waiting in self._waiting.values():
+            for _, future in waiting:
+                if not future.done():
+                    future.set_result(None)
+        self._waiting.clear()
 
 
 class _Sink:
@@ -112,6 +130,9 @@ class Run:
                 await self.send(step)
             await self._wait(self.script.final)
             await self.tracker.wait(self.script.ended, self.timeout)  # a stream still open: its call is reported
+            if self.tracker.skipped:
+                self.missed.append(f"the server went away ({self.tracker.why}): {self.tracker.skipped} awaited "
+                                   f"message(s) never came; the rest was sent without waiting")
         finally:
             await self.stop()
 
@@ -262,14 +283,11 @@ class HttpRun(Run):
             self.tracker.saw(label, record["msg"])
 
     async def run(self) -> None:
-        split = urlsplit(self.upstream)
         try:  # is there a server at all? (a call's answer may take long to come; the connection does not)
-            _, writer = await asyncio.wait_for(asyncio.open_connection(
-                split.hostname, split.port or (443 if split.scheme == "https" else 80)), self.timeout)
-            writer.close()
-        except (OSError, TimeoutError) as e:
+            await asyncio.wait_for(self.client.probe(self.upstream), self.timeout)
+        except (Unreachable, TimeoutError) as e:
             self.capture.stop(time.time(), "server unreachable")
-            raise Unstartable(f"cannot connect to {split.netloc}: {getattr(e, 'strerror', None) or e or 'timed out'}")
+            raise Unstartable(str(e) or f"cannot connect to {urlsplit(self.upstream).netloc}: timed out") from None
         await super().run()
 
     async def send(self, step: scripted.Step) -> None:
@@ -317,6 +335,8 @@ class HttpRun(Run):
                 response = await self.client.request(step.kind, url, headers, body)
             except Unreachable as e:
                 self.capture.failed(key, time.time(), records.UPSTREAM_UNREACHABLE, str(e))
+                if not self.tracker.gone:
+                    self.tracker.left(str(e))
                 return
             head = response.head
             live = http.get(head.headers, http.SESSION_ID)
@@ -369,6 +389,7 @@ class StdioRun(Run):
         if self.proc is not None:
             await self._finish()
         self.session = session
+        self.tracker.gone = None  # a new run, a new process
         self.write(records.capture_start(time.time(), TOOL, {"stdio": self.command, "cwd": os.getcwd()}, {}))
         try:
             self.proc = await asyncio.create_subprocess_exec(
@@ -393,6 +414,7 @@ class StdioRun(Run):
                 self.write(records.stdio_line(time.time(), direction, line, partial))
         if direction is not None:
             self.write(records.stdio_eof(time.time(), direction))
+            self.tracker.left("the server closed its stdout")
 
     async def send(self, step: scripted.Step) -> None:
         if self.proc is None or step.session != self.session:
