@@ -21,7 +21,7 @@ import mcptape
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import free_port, run_mcptape, stop, wait_for_port
+from .conftest import MCPTAPE, free_port, run_mcptape, stop, wait_for_port
 from .node_peers import ts_server  # noqa: F401  (a fixture)
 from .test_record_stdio import DEMO, RawClient, wrapped
 
@@ -496,3 +496,19 @@ def test_https_upstream_needs_a_trusted_certificate_or_insecure(demo_server, rec
     assert code == 2 and "TLS with 127.0.0.1" in err and "--insecure" in err
     code, out, err = verify(rec.tape, "--upstream", upstream, "--insecure")
     assert (code, out["differences"], out["missed"]) == (0, [], []), err
+
+
+def test_typescript_reference_server_over_stdio_two_runs_in_one_tape(tmp_path):
+    """Two Inspector runs appended to one stdio tape: re-driven as two server processes, one after the other."""
+    from .node_peers import ts_server_argv
+    from .test_typescript_peers import conversation
+
+    argv, env = ts_server_argv("stdio")
+    tape = tmp_path / "stdio.mcptape"
+    conversation([MCPTAPE, "record", "--append", "-o", str(tape), "--", *argv])
+    log = tmp_path / "new.mcptape"
+    result = subprocess.run([MCPTAPE, "verify", str(tape), "--format", "json", "--log", str(log), "--", *argv],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["differences"] == []
+    assert sum(r["kind"] == "capture.start" for r in read(log).records) == 2
