@@ -7,12 +7,14 @@ wrapper and the pytest plugin need it to be:
     mcptape.areplaying(tape, ...)              the same on the running event loop (async with)
     mcptape.recording(tape, upstream=URL)      `mcptape record` in front of a server; yields the URL to use
     mcptape.recording(tape, command=[...])     yields the argv that starts the stdio server through the recorder
+    mcptape.verify(tape, upstream=URL)         re-drives a live server with the tape's client side; a Result
 """
 
 __version__ = "0.1.0"
 TOOL = f"mcptape {__version__}"  # what tapes say wrote them
 
-_LAZY = {"replaying": "mcptape.replay", "areplaying": "mcptape.replay", "recording": "mcptape.capture.recording"}
+_LAZY = {"replaying": "mcptape.replay", "areplaying": "mcptape.replay", "recording": "mcptape.capture.recording",
+         "verify": "mcptape.redrive"}  # loaded on first use (PEP 562): the stdio wrapper must start without asyncio
 
 
 def __getattr__(name: str):

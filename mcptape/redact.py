@@ -44,6 +44,8 @@ DEFAULT_QUERY = frozenset({
     "key", "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "auth", "code",
     "client_secret", "password", "secret", "sig", "signature",
 })
+# A pseudonym (Redactor.pseudonym) wherever it stands in a string: what verify cannot send, and compares as anything.
+PSEUDONYM = re.compile(r"<redacted:[0-9a-f]{12}>")
 # Schemes kept in front of the pseudonym: "Bearer <redacted:…>" still says how the client authenticated.
 _SCHEMES = ("bearer ", "basic ", "digest ", "token ", "negotiate ", "dpop ")
 
