@@ -1,6 +1,6 @@
 """Speed and memory of `mcptape check` and `mcptape diff` on large generated tapes.
 
-    .venv/bin/python bench/check_speed.py [--records 1000000] [--rounds 5] [--diff-calls 50000]
+    .venv/bin/python bench/check_speed.py [--records 1000000] [--rounds 5] [--diff-calls 50000] [--json]
 
 check: records/s and peak memory (max RSS of a fresh process) against a plain msgpack read of the same file
 (frames split, payloads unpacked, nothing else), in --rounds interleaved rounds (this machine's speed swings by a
@@ -23,6 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
+from figures import Figures, add_flag
 from mcptape.tape import records
 from mcptape.tape.file import Writer
 
@@ -99,7 +100,9 @@ def main() -> None:
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--diff-calls", type=int, default=50_000)
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
     mcptape = str(Path(sys.executable).parent / "mcptape")
     # An installed mcptape has its bytecode compiled (pip does it); an editable checkout under
     # PYTHONDONTWRITEBYTECODE would compile every module at every start, which no user pays.
@@ -130,6 +133,10 @@ def main() -> None:
             generate(tape, calls, ids=True)
         ids_mb = [measure([mcptape, "check", str(tape), "--fail-on", "never"])[1] for tape in with_ids]
         print(f"  the same when every result hands out a thread id: {ids_mb[0]} MB, and {ids_mb[1]} MB at 4x")
+        figures.update(rounds=a.rounds, records=n_big, small_records=n_small,
+                       plain_rps=n_big / statistics.median(plain_s), check_rps=n_big / statistics.median(check_s),
+                       ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
+                       check_mb=check_mb, small_mb=small_mb, ids_small_mb=ids_mb[0], ids_mb=ids_mb[1])
         da, db = Path(tmp) / "a.mcptape", Path(tmp) / "b.mcptape"
         generate(da, a.diff_calls)
         generate(db, a.diff_calls, vary=1000)
@@ -138,6 +145,8 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         found = json.loads(out.stdout)["summary"]["differences"]
         print(f"diff on two {a.diff_calls:,}-call tapes: {elapsed:.2f} s, {found} differences (goal < 5 s)")
+        figures.update(diff_calls=a.diff_calls, diff_s=elapsed, diff_found=found)
+    figures.emit()
 
 
 if __name__ == "__main__":

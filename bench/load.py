@@ -27,6 +27,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from figures import Figures, add_flag  # noqa: E402
 from tests import load  # noqa: E402  (the harness the reliability tests use)
 from tests.conftest import free_port, spawn_demo, start_recording, stop, wait_for_port  # noqa: E402
 
@@ -46,7 +47,7 @@ def pct(values: list[float], p: float) -> float:
     return load.percentile(values, p) * 1000 if values else float("nan")
 
 
-def clients_load(args: argparse.Namespace, tmp: Path) -> None:
+def clients_load(args: argparse.Namespace, tmp: Path) -> dict:
     port = free_port()
     server = spawn_demo(port)
     direct = f"http://127.0.0.1:{port}/mcp"
@@ -74,9 +75,13 @@ def clients_load(args: argparse.Namespace, tmp: Path) -> None:
               f"({added['mcptape'] / added['mitmdump']:.2f}x mitmdump's)" if added["mitmdump"] > 0 else "")
     print(f"  tape vs clients: {compared.compared} calls compared, {len(compared.problems)} problems"
           + (f": {compared.problems[0]}" if compared.problems else ""))
+    return {"clients": args.clients, "seconds": args.seconds, "compared": compared.compared,
+            "problems": len(compared.problems),
+            **{f"{name}_{label}_ms": pct(values, p) for name, values in latencies.items()
+               for p, label in ((.5, "p50"), (.99, "p99"))}}
 
 
-def stream_load(args: argparse.Namespace, tmp: Path) -> None:
+def stream_load(args: argparse.Namespace, tmp: Path) -> dict:
     flood = subprocess.Popen([sys.executable, "-m", "tests.sse_flood", str(args.events), str(args.rate)],
                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -97,6 +102,10 @@ def stream_load(args: argparse.Namespace, tmp: Path) -> None:
     for name, values in delays.items():
         print(f"  {name:9} {len(values):6}  {load.percentile(values, .5):7.2f}  {load.percentile(values, .99):7.2f}")
     print(f"  recorder RSS {memory[0] // 1024} MB once streaming -> {memory[1] // 1024} MB at the end")
+    return {"events": args.events, "rate": args.rate, "rss_start_mb": memory[0] / 1024, "rss_end_mb": memory[1] / 1024,
+            **{f"stream_{name}_events": len(values) for name, values in delays.items()},
+            **{f"stream_{name}_{label}_ms": load.percentile(values, p) for name, values in delays.items()
+               for p, label in ((.5, "p50"), (.99, "p99"))}}
 
 
 def main() -> None:
@@ -105,10 +114,13 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--events", type=int, default=20_000)
     p.add_argument("--rate", type=float, default=2_000)
+    add_flag(p)
     args = p.parse_args()
+    figures = Figures(args.json)
     with tempfile.TemporaryDirectory() as tmp:
-        clients_load(args, Path(tmp))
-        stream_load(args, Path(tmp))
+        figures.update(clients_load(args, Path(tmp)))
+        figures.update(stream_load(args, Path(tmp)))
+    figures.emit()
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 against mcp-cassette's `mcp_cassette` fixture replaying the same session; and the plugin's load cost on a suite
 that does not use it (the same suite with and without `-p no:mcptape`).
 
-    .venv/bin/python bench/pytest_plugin.py [--tests 200] [--rounds 5] [--no-competitor]
+    .venv/bin/python bench/pytest_plugin.py [--tests 200] [--rounds 5] [--no-competitor] [--json]
 
-mcp-cassette (PyPI) goes into a venv of its own, made on first use in the temporary directory. Each tool runs twice: the
-fixture alone, its replay server started (`mcptape.url`, `mcp_cassette.server_url(...)`): set-up and tear-down; then
+mcp-cassette (PyPI) goes into a venv of its own, made on first use in the temporary directory (competitor.py). Each
+tool runs twice: the fixture alone, its replay server started (`mcptape.url`, `mcp_cassette.server_url(...)`): set-up and tear-down; then
 with the same short session driven by the same stdlib client (initialize, initialized, one tools/call), which
 both tools record once from the SDK demo server and replay in every test, with the server stopped. Per-test cost is the median over the tests
 after the first of pytest's own setup + call + teardown durations. Goals: <= 10 ms per test and <= 0.5x
@@ -28,8 +28,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import competitor
+from figures import Figures, add_flag
+
 HERE = Path(sys.executable).parent
-COMPETITOR = Path(tempfile.gettempdir()) / "mcptape-bench-mcp-cassette"
 
 DRIVE = '''
 import http.client, json, re
@@ -114,25 +116,14 @@ def per_test(times: list[float]) -> float:
     return statistics.median(times[1:])  # after the first test (its one-time start-up is not per-test)
 
 
-def competitor_python() -> Path | None:
-    python = COMPETITOR / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(COMPETITOR)], check=True)
-        installed = subprocess.run([str(python), "-m", "pip", "install", "-q", "mcp-cassette[http]", "pytest"],
-                                   capture_output=True, text=True)
-        if installed.returncode != 0:
-            print(f"mcp-cassette could not be installed: {installed.stderr.strip().splitlines()[-1:]}")
-            shutil.rmtree(COMPETITOR, ignore_errors=True)
-            return None
-    return python
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tests", type=int, default=200)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--no-competitor", action="store_true")
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
     ours = HERE / "python"
     work = Path(tempfile.mkdtemp(prefix="mcptape-bench-"))
     port = free_port()
@@ -159,9 +150,9 @@ def main() -> None:
                 mcptape.url
             """, a.tests)
         run(ours, mine, "--mcptape-record-mode=once", "-k", "test_0000")  # record the session once
-        competitor = None if a.no_competitor else competitor_python()
+        theirs_python = None if a.no_competitor else competitor.python()
         theirs = theirs_bare = None
-        if competitor is not None:
+        if theirs_python is not None:
             theirs = suite(work / "mcp-cassette", f"""
                 @pytest.mark.mcp_cassette(cassette={str(work / 'session.mcp.json')!r}, mode="none")
                 def NAME(mcp_cassette):
@@ -172,7 +163,7 @@ def main() -> None:
                 def NAME(mcp_cassette):
                     mcp_cassette.server_url({upstream!r})
                 """, a.tests)
-            run(competitor, theirs, "-k", "test_0000", env={"MCP_CASSETTE_MODE": "once"})
+            run(theirs_python, theirs, "-k", "test_0000", env={"MCP_CASSETTE_MODE": "once"})
         server.terminate()
         server.wait()  # every replay below runs with no server
 
@@ -184,8 +175,8 @@ def main() -> None:
             rows["mcptape fixture"].append(per_test(run(ours, mine_bare)[1]))
             rows["mcptape + session"].append(per_test(run(ours, mine)[1]))
             if theirs is not None:
-                rows["mcp-cassette fixture"].append(per_test(run(competitor, theirs_bare)[1]))
-                rows["mcp-cassette + session"].append(per_test(run(competitor, theirs)[1]))
+                rows["mcp-cassette fixture"].append(per_test(run(theirs_python, theirs_bare)[1]))
+                rows["mcp-cassette + session"].append(per_test(run(theirs_python, theirs)[1]))
             for _ in range(3):
                 loads["with"].append(run(ours, plain)[0])
                 loads["without"].append(run(ours, plain, "-p", "no:mcptape")[0])
@@ -200,9 +191,12 @@ def main() -> None:
     for name, ms in med.items():
         print(f"  {name:24} {ms:7.2f} ms")
     fixture = med["mcptape fixture"] - med["plain"]
+    figures.update(tests=a.tests, rounds=a.rounds, mcptape_fixture_over_plain_ms=fixture,
+                   **{name.replace(" + ", "_").replace(" ", "_").replace("-", "_") + "_ms": ms for name, ms in med.items()})
     print(f"  the mcptape fixture over a plain test: {fixture:.2f} ms (goal <= 10)")
     if "mcp-cassette fixture" in med:
         theirs_fixture = med["mcp-cassette fixture"] - med["plain"]
+        figures["mcp_cassette_fixture_over_plain_ms"] = theirs_fixture
         print(f"  mcptape / mcp-cassette, fixture: {fixture / theirs_fixture:.2f}x (goal <= 0.5); with the session: "
               f"{med['mcptape + session'] / med['mcp-cassette + session']:.2f}x")
     load = (statistics.median(loads["with"]) - statistics.median(loads["without"])) * 1000
@@ -211,7 +205,9 @@ def main() -> None:
           f"{a.tests} plain tests with it vs -p no:mcptape: {load:+.1f} ms CPU of "
           f"{statistics.median(loads['without']) * 1000:.0f} ms (medians of {len(loads['with'])} runs each; runs "
           f"spread by {spread:.0f} ms, so the import is the measure)")
+    figures.update(import_ms=statistics.median(loads["import"]) * 1000, suite_load_ms=load, suite_spread_ms=spread)
     shutil.rmtree(work, ignore_errors=True)
+    figures.emit()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import Figures, add_flag
 from mcptape.tape.file import Reader
 
 BIN = Path(sys.executable).parent
@@ -78,7 +79,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--calls", type=int, default=40)
     p.add_argument("--text-bytes", type=int, default=0)
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
     global CALL
     if a.text_bytes:
         CALL = start_thread(a.text_bytes)
@@ -126,6 +129,10 @@ def main() -> None:
     print(f"  ratio mcptape/mitmdump added latency: {added['mcptape'] / added['mitmdump']:.2f} with redaction, "
           f"{added['no-redact'] / added['mitmdump']:.2f} with --no-redact  (goal <= 1.10)")
     print(f"  tape: {records} records")
+    figures.update(rounds=a.rounds, calls=a.calls, direct_ms=median["direct"], records=records,
+                   **{f"{name.replace('-', '_')}_added_ms": ms for name, ms in added.items()},
+                   ratio=added["mcptape"] / added["mitmdump"], ratio_no_redact=added["no-redact"] / added["mitmdump"])
+    figures.emit()
 
 
 if __name__ == "__main__":

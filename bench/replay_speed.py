@@ -1,11 +1,11 @@
 """Replay speed: requests/s and server CPU per call of `mcptape replay` vs the real SDK server it recorded (and vs
 `mcp-cassette serve`, the closest tool on PyPI, when its command is given), plus time from start to first answer.
 
-    .venv/bin/python bench/replay_speed.py [--calls 2000] [--rounds 5] [--cassette /path/to/venv/bin/mcp-cassette]
-                                           [--client raw|http.client]
+    .venv/bin/python bench/replay_speed.py [--calls 2000] [--rounds 5] [--cassette auto|/path/to/mcp-cassette]
+                                           [--client raw|http.client] [--json]
 
-mcp-cassette is not a dependency: install it in a venv of its own (`pip install 'mcp-cassette[http]'`, Python 3.12+)
-and pass its command. The same client (HTTP/1.1 keep-alive: initialize, then N identical tools/call) drives every
+mcp-cassette is not a dependency: `--cassette auto` installs it into a venv of its own (bench/competitor.py), or
+pass the command of one you installed. The same client (HTTP/1.1 keep-alive: initialize, then N identical tools/call) drives every
 server, in interleaved shuffled rounds: by default a bare-socket client that costs little per call, so the figures
 compare servers, not the client (`--client http.client` for the standard library's, which costs more per call
 than the replay does). CPU per call is the server process's user+system time over the
@@ -29,6 +29,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import competitor
+from figures import Figures, add_flag
 
 BIN = Path(sys.executable).parent
 TICK = os.sysconf("SC_CLK_TCK")
@@ -165,10 +168,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--cassette", help="the mcp-cassette command (from its own venv)")
+    p.add_argument("--cassette", help="the mcp-cassette command, or `auto` to install it into a venv of its own")
     p.add_argument("--client", choices=["raw", "http.client"], default="raw",
                    help="raw: a bare-socket HTTP/1.1 client (default); http.client: the standard library's")
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
+    if a.cassette == "auto":
+        a.cassette = competitor.command()
     procs: list[subprocess.Popen] = []
     driver = RawClient if a.client == "raw" else Client
     # An installed mcptape has its bytecode compiled (pip does it); an editable checkout under
@@ -238,12 +245,17 @@ def main() -> None:
                     proc.kill()
     sdk_rate = statistics.median(rate["sdk server"])
     print(f"{a.rounds} interleaved rounds x {a.calls} tools/call, HTTP/1.1 keep-alive, {a.client} client, median")
+    figures.update(rounds=a.rounds, calls=a.calls, client=a.client)
     for name in targets:
         r, c = statistics.median(rate[name]), statistics.median(cpu[name])
         print(f"  {name:19} {r:8.0f} req/s ({r / sdk_rate:4.1f}x the SDK server)  server CPU {c:6.0f} us/call")
+        key = name.split()[0].replace("-", "_")  # sdk, mcptape, mcp_cassette
+        figures.update({f"{key}_rps": r, f"{key}_cpu_us": c})
     for name, values in startup.items():
         print(f"  {name:19} start to first answered request: {statistics.median(values) * 1000:.0f} ms")
+        figures[f"{name.split()[0].replace('-', '_')}_start_ms"] = statistics.median(values) * 1000
     print("  goals: >= 5x the SDK server, <= 150 us replay CPU per call, <= 150 ms to first answer")
+    figures.emit()
 
 
 if __name__ == "__main__":

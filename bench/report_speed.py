@@ -1,7 +1,7 @@
 """Speed of `mcptape report` on a large generated tape, each format, against `mcptape check` of the same tape in
 the same rounds (the report is a check pass with a watcher beside the rules, then the layout).
 
-    .venv/bin/python bench/report_speed.py [--records 100000] [--rounds 3]
+    .venv/bin/python bench/report_speed.py [--records 100000] [--rounds 3] [--json]
 
 Goal: a report of a 100,000-record tape in under 3 s, start to finish (the process included), in every format.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from check_speed import generate  # noqa: E402  (the same session-era tape check_speed reads)
+from figures import Figures, add_flag  # noqa: E402
 
 FORMATS = ("md", "html", "json", "mermaid")
 
@@ -32,7 +33,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=int, default=100_000)
     p.add_argument("--rounds", type=int, default=3)
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
     mcptape = str(Path(sys.executable).parent / "mcptape")
     import mcptape as package
 
@@ -55,6 +58,9 @@ def main() -> None:
             took = statistics.median(times[fmt])
             print(f"  report --format {fmt:7} {took:6.2f} s  {took / check:4.2f}x check  {sizes[fmt] / 1e3:8.0f} KB"
                   f"  {'ok' if took < 3 else 'OVER'} (goal < 3 s)")
+            figures[f"{fmt}_s"] = took
+        figures.update(records=count, rounds=a.rounds, check_s=check)
+    figures.emit()
 
 
 if __name__ == "__main__":

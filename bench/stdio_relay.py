@@ -1,6 +1,6 @@
 """Overhead of `mcptape record -- CMD` on a stdio server: messages/s through the wrapper vs a direct pipe.
 
-    .venv/bin/python bench/stdio_relay.py [--messages 5000] [--rounds 5]
+    .venv/bin/python bench/stdio_relay.py [--messages 5000] [--rounds 5] [--json]
 
 The server is a minimal echo (one JSON-RPC result line per request line), so the relay's own cost is what shows;
 a real server's work would hide it. Two patterns: ping-pong (send, wait for the answer, repeat: latency-bound) and
@@ -17,6 +17,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from figures import Figures, add_flag
 
 ECHO = (
     "import sys\n"
@@ -62,7 +64,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--messages", type=int, default=5000)
     p.add_argument("--rounds", type=int, default=5)
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
+    figures.update(rounds=a.rounds, messages=a.messages)
     server = [sys.executable, "-c", ECHO]
     results: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,6 +82,8 @@ def main() -> None:
         direct = statistics.median(results[(pattern, "direct")])
         wrapped = statistics.median(results[(pattern, "mcptape")])
         print(f"  {pattern:10} direct {direct:9.0f}/s   mcptape {wrapped:9.0f}/s   ratio {wrapped / direct:.2f}")
+        figures.update({f"{pattern.replace('-', '_')}_direct": direct, f"{pattern.replace('-', '_')}_mcptape": wrapped})
+    figures.emit()
 
 
 if __name__ == "__main__":

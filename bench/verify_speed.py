@@ -1,7 +1,7 @@
 """Verify speed: `mcptape.verify` re-driving the SDK server with a recorded N-call tape vs a plain SDK client making
 the same calls against the same server, in interleaved rounds. Goal: verify <= 1.2x the client's time.
 
-    .venv/bin/python bench/verify_speed.py [--calls 2000] [--rounds 5]
+    .venv/bin/python bench/verify_speed.py [--calls 2000] [--rounds 5] [--json]
 
 The tape is recorded first through `mcptape record` from the SDK client (initialize, N `tools/call add`). Verify's
 time is all of it: reading the tape, the re-drive, writing the new conversation as a tape, and the diff of the two.
@@ -25,6 +25,7 @@ import anyio
 from mcp import Client
 
 import mcptape
+from figures import Figures, add_flag
 
 BIN = Path(sys.executable).parent
 
@@ -72,7 +73,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=5)
+    add_flag(p)
     a = p.parse_args()
+    figures = Figures(a.json)
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "mcptape.demo.server", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -100,6 +103,8 @@ def main() -> None:
     client, verified = statistics.median(client_times), statistics.median(verify_times)
     print(f"{a.calls} calls, {a.rounds} rounds, medians: SDK client {client:.2f}s ({client / a.calls * 1e3:.2f} ms/call), "
           f"verify {verified:.2f}s ({verified / a.calls * 1e3:.2f} ms/call): {verified / client:.2f}x (goal <= 1.2x)")
+    figures.update(calls=a.calls, rounds=a.rounds, client_s=client, verify_s=verified, ratio=verified / client)
+    figures.emit()
 
 
 if __name__ == "__main__":
