@@ -5,11 +5,11 @@ that does not use it (the same suite with and without `-p no:mcptape`).
     .venv/bin/python bench/pytest_plugin.py [--tests 200] [--rounds 5] [--no-competitor] [--json]
 
 mcp-cassette (PyPI) goes into a venv of its own, made on first use in the temporary directory (competitor.py). Each
-tool runs twice: the fixture alone, its replay server started (`mcptape.url`, `mcp_cassette.server_url(...)`): set-up and tear-down; then
-with the same short session driven by the same stdlib client (initialize, initialized, one tools/call), which
-both tools record once from the SDK demo server and replay in every test, with the server stopped. Per-test cost is the median over the tests
-after the first of pytest's own setup + call + teardown durations. Goals: <= 10 ms per test and <= 0.5x
-mcp-cassette's; plugin load <= 5 ms.
+tool runs twice: the fixture alone, its replay server started (`mcptape.url`, `mcp_cassette.server_url(...)`):
+set-up and tear-down; then with the same short session driven by the same stdlib client (initialize, initialized,
+one tools/call), which both tools record once from the SDK demo server and replay in every test, with the server
+stopped. Per-test cost is the median over the tests after the first of pytest's own setup + call + teardown
+durations. Goals: <= 10 ms per test and <= 0.5x mcp-cassette's; plugin load <= 5 ms.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import socket
@@ -192,7 +193,7 @@ def main() -> None:
         print(f"  {name:24} {ms:7.2f} ms")
     fixture = med["mcptape fixture"] - med["plain"]
     figures.update(tests=a.tests, rounds=a.rounds, mcptape_fixture_over_plain_ms=fixture,
-                   **{name.replace(" + ", "_").replace(" ", "_").replace("-", "_") + "_ms": ms for name, ms in med.items()})
+                   **{re.sub(r"[ +-]+", "_", name) + "_ms": ms for name, ms in med.items()})
     print(f"  the mcptape fixture over a plain test: {fixture:.2f} ms (goal <= 10)")
     if "mcp-cassette fixture" in med:
         theirs_fixture = med["mcp-cassette fixture"] - med["plain"]

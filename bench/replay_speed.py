@@ -5,12 +5,12 @@
                                            [--client raw|http.client] [--json]
 
 mcp-cassette is not a dependency: `--cassette auto` installs it into a venv of its own (bench/competitor.py), or
-pass the command of one you installed. The same client (HTTP/1.1 keep-alive: initialize, then N identical tools/call) drives every
-server, in interleaved shuffled rounds: by default a bare-socket client that costs little per call, so the figures
-compare servers, not the client (`--client http.client` for the standard library's, which costs more per call
-than the replay does). CPU per call is the server process's user+system time over the
-calls (from /proc). Goals: >= 5x the SDK server's throughput, <= 150 us of replay CPU per call, <= 150 ms from
-start to first answered request.
+pass the command of one you installed. The same client (HTTP/1.1 keep-alive: initialize, then N identical
+tools/call) drives every server, in interleaved shuffled rounds: by default a bare-socket client that costs little
+per call, so the figures compare servers, not the client (`--client http.client` for the standard library's, which
+costs more per call than the replay does). CPU per call is the server process's user+system time over the calls
+(from /proc). Goals: >= 5x the SDK server's throughput, <= 150 us of replay CPU per call, <= 150 ms from start to
+first answered request.
 """
 
 from __future__ import annotations
