@@ -249,10 +249,14 @@ def _evidence(fault: Fault, edit: dict, all_records: list[dict], messages: list[
     """(what a recovered client would have done and this one did not, or None; a protocol fault in the recovery,
     or None) after the edit fired."""
     later = [(r, m) for r, m in messages if r["t"] >= after and _from_client(r)]
-    request_id = edit.get("request_id")
-    faulted = next((m for r, m in messages if _from_client(r) and "method" in m and m.get("id") == request_id
-                    and request_id is not None), None)
+    def is_faulted(record: dict, msg: dict) -> bool:  # the request the edit answered: by its exchange, or its id
+        if "exchange" in edit:
+            return record["kind"] == records.HTTP_REQUEST and record.get("exchange") == edit["exchange"]
+        return record.get("dir") == records.C2S and msg.get("id") == edit.get("request_id")
+
+    faulted = next((m for r, m in messages if "method" in m and "id" in m and is_faulted(r, m)), None)
     method = faulted.get("method") if faulted else None
+    same = _shape(faulted) if faulted else None
     if fault.expects == catalogue.REINITIALIZE:
         if not any(m.get("method") == "initialize" for _, m in later):
             return "no new initialize after the fault", None
@@ -261,7 +265,7 @@ def _evidence(fault: Fault, edit: dict, all_records: list[dict], messages: list[
                    and any(k.lower() == "last-event-id" for k, _ in r.get("headers") or ()) for r in all_records):
             return "no GET with Last-Event-ID after the cut stream", None
     elif fault.expects in (catalogue.RETRY_AFTER, catalogue.RESEND):
-        again = [r for r, m in later if method and m.get("method") == method and "id" in m and m is not faulted]
+        again = [r for r, m in later if "id" in m and m is not faulted and _shape(m) == same]
         if not again:
             return f"{method or 'the request'} never sent again", None
         if fault.expects == catalogue.RETRY_AFTER and again[0]["t"] - after < 1.0:
@@ -274,6 +278,14 @@ def _evidence(fault: Fault, edit: dict, all_records: list[dict], messages: list[
         if not (cancelled or closed):
             return "the request was never cancelled", None
     return None, None
+
+
+def _shape(msg: dict) -> tuple:
+    """A request as a retry repeats it: method and params, without the per-send _meta (progress tokens)."""
+    params = msg.get("params")
+    if isinstance(params, dict):
+        params = {k: v for k, v in params.items() if k != "_meta"}
+    return msg.get("method"), repr(params)
 
 
 def _left_out(recorded: Counter, messages: list[tuple[dict, dict]]) -> str:

@@ -40,6 +40,11 @@ def _summaries(result: Result) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _shown(fail_on: tuple[str, ...]) -> tuple[str, ...]:
+    """The runs given a reproduction command: the failed and hung ones, and any other --fail-on names."""
+    return tuple(dict.fromkeys((FAILED, HUNG, *fail_on)))
+
+
 def client_command(result: Result) -> str:
     return shlex.join(result.command)
 
@@ -56,7 +61,7 @@ def text(result: Result, fail_on: tuple[str, ...]) -> str:
     lines += ["", "per fault:"]
     for name, said, recovered, source in _summaries(result):
         lines += [f"  {name}: {said}", f"    recovered means: {recovered}", f"    source: {source}"]
-    failing = result.failing(fail_on)
+    failing = result.failing(_shown(fail_on))
     if failing:
         lines += ["", "failing runs (reproduce: serve the replay, then run the client against it):"]
         for run in failing:
@@ -80,7 +85,7 @@ def markdown(result: Result, fail_on: tuple[str, ...]) -> str:
     out += ["", "| verdict | meaning |", "|---|---|"] + [f"| {cell[v]} | {what} |" for v, what in LEGEND.items()]
     out += ["", "### Per fault", "", "| fault | runs | recovered means | source |", "|---|---|---|---|"]
     out += [f"| `{n}` | {s} | {r} | {src} |" for n, s, r, src in _summaries(result)]
-    failing = result.failing(fail_on)
+    failing = result.failing(_shown(fail_on))
     if failing:
         out += ["", "### Failing runs", ""]
         for run in failing:
@@ -95,7 +100,7 @@ def as_json(result: Result, fail_on: tuple[str, ...]) -> str:
         "tape": result.tape, "command": result.command, "transport": "stdio" if result.stdio else "http",
         "timeout": result.timeout, "positions": result.positions, "left_out": result.left_out,
         "stopped": result.stopped, "fail_on": list(fail_on),
-        "runs": [{**run.to_json(), **({"reproduce": result.reproduce(run)} if run.verdict in fail_on else {})}
+        "runs": [{**run.to_json(), **({"reproduce": result.reproduce(run)} if run.verdict in _shown(fail_on) else {})}
                  for run in result.runs],
         "summary": {name: {"runs": said, "recovered_means": rec, "source": src}
                     for name, said, rec, src in _summaries(result)},
