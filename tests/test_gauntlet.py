@@ -190,3 +190,32 @@ def test_stopping_the_gauntlet_leaves_no_process_behind(tape, tmp_path):
 
     wait_until(lambda: all(gone(pid) for pid in pids), 10, "every client and child to be gone")
     assert len(list(tmp_path.iterdir())) == 2  # no client started after the stop
+
+
+# -- in pytest -----------------------------------------------------------------------------------------------------
+
+
+def test_the_pytest_marker_runs_a_test_once_per_fault_and_position(pytester, tape):
+    pytester.makepyfile(test_app=f"""
+        import anyio, pytest
+        from mcp import MCPError
+        from mcptape.demo.client import script
+
+        @pytest.mark.mcptape({tape!r})
+        @pytest.mark.mcptape_gauntlet(faults=["expire-session", "duplicate", "close-stream"], at=["tools/call#1"])
+        def test_client(mcptape, mcptape_gauntlet):
+            try:
+                anyio.run(script, mcptape.url, "legacy")
+                code = 0
+            except Exception:
+                code = 1
+            run = mcptape_gauntlet.classify(code)
+            print("VERDICT", mcptape_gauntlet.fault.name, run.verdict, sorted(f.rule for f in run.findings))
+    """)
+    result = pytester.runpytest_subprocess("-s", "-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    out = result.stdout.str()
+    assert "VERDICT expire-session failed ['dead-session-reuse', 'no-reinitialize']" in out
+    assert "VERDICT duplicate recovered []" in out
+    assert "test_client[expire-session@tools/call#1]" in "\n".join(
+        pytester.runpytest_subprocess("--collect-only", "-q").stdout.lines)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .faults import FAULTS, Fault, not_applicable, pick
 from .runner import (FAILED, HUNG, NOT_APPLICABLE, NOT_REACHED, RECOVERED, SURFACED, VERDICTS, Processes, Run,
-                     reproduce, run_one, uses_stdio)
+                     recorded_requests, reproduce, run_one, uses_stdio)
 
 __all__ = ["FAILED", "FAULTS", "HUNG", "NOT_APPLICABLE", "NOT_REACHED", "RECOVERED", "SURFACED", "VERDICTS", "Fault",
            "Gauntlet", "Result", "Run", "positions"]
@@ -73,9 +73,7 @@ class Gauntlet:
         self.tape, self.command, self.timeout, self.logs = tape, list(command), timeout, logs
         self.stdio = uses_stdio(command) if stdio is None else stdio
         self.recording = load(tape)
-        self.recorded_requests = Counter(a.request["method"] for a in self.recording.answers
-                                         if isinstance(a.request, dict) and "id" in a.request
-                                         and isinstance(a.request.get("method"), str))
+        self.recorded_requests = recorded_requests(self.recording)
         self.faults = pick(faults)
         for selector in at or ():
             parse(f"drop at={selector}")  # a bad selector is refused up front, in the edit language's words

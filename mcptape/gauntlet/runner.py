@@ -148,7 +148,7 @@ def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
         run.why = "not run: the gauntlet was stopped"
         return run
     run.exit = exit_code
-    classify(run, gauntlet, logs)
+    classify(run, gauntlet.recorded_requests, logs)
     return run
 
 
@@ -196,7 +196,14 @@ def _from_client(record: dict) -> bool:
     return record["kind"] == records.HTTP_REQUEST or record.get("dir") == records.C2S
 
 
-def classify(run: Run, gauntlet: Any, logs: list[str]) -> None:
+def recorded_requests(recording) -> Counter:
+    """How often the tape's client sent each request method: a run that went as recorded asks for as many."""
+    return Counter(a.request["method"] for a in recording.answers if isinstance(a.request, dict)
+                   and "id" in a.request and isinstance(a.request.get("method"), str))
+
+
+def classify(run: Run, recorded: Counter, logs: list[str]) -> None:
+    """Set run.verdict and run.why from run.exit (or a verdict of hung already set) and the run's logs."""
     all_records = [r for path in logs if os.path.exists(path) for r in _records(path)]
     if run.verdict == HUNG:
         run.findings = _blamed(logs)
@@ -216,7 +223,7 @@ def classify(run: Run, gauntlet: Any, logs: list[str]) -> None:
     if early:
         run.verdict, run.why = FAILED, early
         return
-    missing = _left_out(gauntlet.recorded_requests, messages)
+    missing = _left_out(recorded, messages)
     if evidence is None and run.exit == 0 and not missing:
         run.verdict, run.why = RECOVERED, "as expected: " + run.fault.recovered
         return
