@@ -219,3 +219,9 @@ def test_the_pytest_marker_runs_a_test_once_per_fault_and_position(pytester, tap
     assert "VERDICT duplicate recovered []" in out
     assert "test_client[expire-session@tools/call#1]" in "\n".join(
         pytester.runpytest_subprocess("--collect-only", "-q").stdout.lines)
+
+
+def test_the_readme_lists_every_fault():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Gauntlet")[1].split("\n## ")[0]
+    assert all(f"| `{fault.name}` |" in section for fault in FAULTS)

@@ -5,6 +5,7 @@ the whole group is killed when the run ends, so nothing it started outlives the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import signal
@@ -140,6 +141,7 @@ def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
                 exit_code = _client(gauntlet, run, expand(gauntlet.command, replay.url, None), env, workdir)
             finally:
                 close()
+                background.run(_settle(), 10)
         finally:
             background.close()
         logs = [log]
@@ -150,6 +152,15 @@ def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
     run.exit = exit_code
     classify(run, gauntlet.recorded_requests, logs)
     return run
+
+
+async def _settle() -> None:
+    """End what the replay still had running for the client (a dropped answer's connection waits for ever), so
+    its loop closes with nothing pending."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _client(gauntlet: Any, run: Run, argv: list[str], env: dict, workdir: Path) -> int | None:
