@@ -835,7 +835,9 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
     from .gauntlet.runner import FAILED, HUNG, NOT_REACHED, SURFACED
     from .tape.file import TapeError
 
-    split = lambda value: [v.strip() for v in value.split(",") if v.strip()] if value else None  # noqa: E731
+    def split(value: str | None) -> list[str] | None:
+        return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
     verdicts = split(fail_on) or []
     allowed = (SURFACED, FAILED, HUNG, NOT_REACHED)
     if verdicts != ["never"] and any(v not in allowed for v in verdicts):

@@ -6,7 +6,8 @@ the recovery a careful client adds or leaves out.
 
 --reinit: after a dead session (404, or 401 "Session not found") it opens a new session (a new initialize without
 the dead id) and sends the refused request again. --timeout: each request times out after S seconds (the SDK
-cancels it) and the client stops with exit 1; without it the client waits for ever.
+cancels it) and the client stops with exit 1; without it the client waits for ever. --retry S: after a 429 or
+503 it waits S seconds and sends the request again.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import anyio
 from mcp import Client, MCPError, StdioServerParameters
 
 DEAD = ("Session not found", "Session terminated")
+BUSY = ("Too Many Requests", "Service Unavailable")
 
 
-async def converse(server, reinit: bool, timeout: float | None) -> None:
+async def converse(server, reinit: bool, timeout: float | None, retry: float | None) -> None:
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         print(f"progress {progress}/{total}")
 
@@ -43,10 +45,14 @@ async def converse(server, reinit: bool, timeout: float | None) -> None:
             try:
                 await request(client)
             except MCPError as e:
-                if not (reinit and any(d in e.error.message for d in DEAD)):
+                if retry is not None and e.error.message in BUSY:
+                    print(f"{name}: {e.error.message}: again in {retry}s", flush=True)
+                    await anyio.sleep(retry)
+                elif reinit and any(d in e.error.message for d in DEAD):
+                    print(f"{name}: {e.error.message}: new session", flush=True)
+                    client, stack = await connect()  # the dead one is left alone: its closing DELETE would reuse it
+                else:
                     raise
-                print(f"{name}: {e.error.message}: new session", flush=True)
-                client, stack = await connect()  # the dead one is left alone: its closing DELETE would reuse it
                 await request(client)
             print(f"{name} ok", flush=True)
 
@@ -58,10 +64,11 @@ def main() -> None:
     p.add_argument("url", nargs="?")
     p.add_argument("--reinit", action="store_true")
     p.add_argument("--timeout", type=float)
+    p.add_argument("--retry", type=float, metavar="S")
     a = p.parse_args(argv[:argv.index("--")] if server_argv is not None else argv)
     server = StdioServerParameters(command=server_argv[0], args=server_argv[1:]) if server_argv else a.url
     try:
-        anyio.run(converse, server, a.reinit, a.timeout)
+        anyio.run(converse, server, a.reinit, a.timeout, a.retry)
     except Exception as e:  # reported in one line, and a failing exit: the application saw the error
         while isinstance(e, ExceptionGroup) and len(e.exceptions) == 1:
             e = e.exceptions[0]

@@ -225,3 +225,13 @@ def test_the_readme_lists_every_fault():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("## Gauntlet")[1].split("\n## ")[0]
     assert all(f"| `{fault.name}` |" in section for fault in FAULTS)
+
+
+def test_a_retry_after_429_or_503_is_scored_by_its_retry_after(tape):
+    patient = Gauntlet(tape, [*CLIENT, "{url}", "--retry", "1.2"], faults=["status-429", "status-503"],
+                       at=["tools/call#1"], timeout=20).run(2)
+    assert [r.verdict for r in patient.runs] == ["recovered", "recovered"], patient.runs
+    hasty = Gauntlet(tape, [*CLIENT, "{url}", "--retry", "0"], faults=["status-429"], at=["tools/call#1"],
+                     timeout=20).run(1)
+    run = cell(hasty, "status-429")
+    assert run.verdict == "failed" and run.why.startswith("retry-before-retry-after"), run.why

@@ -50,11 +50,11 @@ FAULTS: tuple[Fault, ...] = (
           "a new initialize after every session died at once, then the rest as recorded", SESSION_CLAUSE,
           session=True),
     Fault("status-429", "status code=429 at={at}", RETRY_AFTER,
-          "the same request again, no sooner than the Retry-After the 429 carried (1 s), then the rest as recorded",
+          "the same request again, no sooner than the Retry-After the 429 carried, then the rest as recorded",
           "RFC 6585 §4 (429 Too Many Requests) and RFC 9110 §10.2.3 (Retry-After: how long to wait before a "
           "follow-up request)"),
     Fault("status-503", "status code=503 at={at}", RETRY_AFTER,
-          "the same request again, no sooner than the Retry-After the 503 carried (1 s), then the rest as recorded",
+          "the same request again, no sooner than the Retry-After the 503 carried, then the rest as recorded",
           "RFC 9110 §15.6.4 (503 is temporary) and §10.2.3 (Retry-After)"),
     Fault("drop", "drop at={at}", CANCEL,
           "the client gives up on the request in time, cancels it, and carries on with the rest as recorded",

@@ -188,18 +188,14 @@ def _client(gauntlet: Any, run: Run, argv: list[str], env: dict, workdir: Path) 
     return code
 
 
-def _messages(logs: list[str]) -> list[tuple[dict, dict]]:
-    """(record, JSON-RPC message) for every message in the logs, in order, batches opened."""
+def _messages(log: list[dict]) -> list[tuple[dict, dict]]:
+    """(record, JSON-RPC message) for every message in the records, in order, batches opened."""
     out = []
-    for path in logs:
-        try:
-            for record in Reader(path):
-                msg = record.get("msg")
-                for one in msg if isinstance(msg, list) else [msg]:
-                    if isinstance(one, dict):
-                        out.append((record, one))
-        except (OSError, TapeError):
-            continue  # a stdio server the client never started wrote no log
+    for record in log:
+        msg = record.get("msg")
+        for one in msg if isinstance(msg, list) else [msg]:
+            if isinstance(one, dict):
+                out.append((record, one))
     return out
 
 
@@ -215,11 +211,11 @@ def recorded_requests(recording) -> Counter:
 
 def classify(run: Run, recorded: Counter, logs: list[str]) -> None:
     """Set run.verdict and run.why from run.exit (or a verdict of hung already set) and the run's logs."""
-    all_records = [r for path in logs if os.path.exists(path) for r in _records(path)]
+    log = [r for path in logs for r in _records(path)]
     if run.verdict == HUNG:
         run.findings = _blamed(logs)
         return
-    fired = [r for r in all_records if r["kind"] == records.EDIT]
+    fired = [r for r in log if r["kind"] == records.EDIT]
     if not fired:
         run.verdict, run.why = NOT_REACHED, f"the client never sent what at={run.at} selects: the fault never fired"
         return
@@ -228,9 +224,8 @@ def classify(run: Run, recorded: Counter, logs: list[str]) -> None:
         run.verdict = FAILED
         run.why = ", ".join(dict.fromkeys(f.rule for f in run.findings))
         return
-    messages = _messages(logs)
-    after = fired[0]["t"]
-    evidence, early = _evidence(run.fault, fired[0], all_records, messages, after)
+    messages = _messages(log)
+    evidence, early = _evidence(run.fault, fired[0], log, messages)
     if early:
         run.verdict, run.why = FAILED, early
         return
@@ -246,6 +241,7 @@ def classify(run: Run, recorded: Counter, logs: list[str]) -> None:
 
 
 def _records(path: str) -> list[dict]:
+    """A log's records; none when there is no log (a client that never started its stdio server)."""
     try:
         return list(Reader(path))
     except (OSError, TapeError):
@@ -262,11 +258,13 @@ def _blamed(logs: list[str]) -> list[Finding]:
         return []
 
 
-def _evidence(fault: Fault, edit: dict, all_records: list[dict], messages: list[tuple[dict, dict]],
-              after: float) -> tuple[str | None, str | None]:
+def _evidence(fault: Fault, edit: dict, log: list[dict],
+              messages: list[tuple[dict, dict]]) -> tuple[str | None, str | None]:
     """(what a recovered client would have done and this one did not, or None; a protocol fault in the recovery,
     or None) after the edit fired."""
+    after = edit["t"]
     later = [(r, m) for r, m in messages if r["t"] >= after and _from_client(r)]
+
     def is_faulted(record: dict, msg: dict) -> bool:  # the request the edit answered: by its exchange, or its id
         if "exchange" in edit:
             return record["kind"] == records.HTTP_REQUEST and record.get("exchange") == edit["exchange"]
@@ -280,22 +278,33 @@ def _evidence(fault: Fault, edit: dict, all_records: list[dict], messages: list[
             return "no new initialize after the fault", None
     elif fault.expects == catalogue.RESUME:
         if not any(r["kind"] == records.HTTP_REQUEST and r.get("method") == "GET" and r["t"] >= after
-                   and any(k.lower() == "last-event-id" for k, _ in r.get("headers") or ()) for r in all_records):
+                   and any(k.lower() == "last-event-id" for k, _ in r.get("headers") or ()) for r in log):
             return "no GET with Last-Event-ID after the cut stream", None
     elif fault.expects in (catalogue.RETRY_AFTER, catalogue.RESEND):
         again = [r for r, m in later if "id" in m and m is not faulted and _shape(m) == same]
         if not again:
             return f"{method or 'the request'} never sent again", None
-        if fault.expects == catalogue.RETRY_AFTER and again[0]["t"] - after < 1.0:
+        wait = _retry_after(edit, log) if fault.expects == catalogue.RETRY_AFTER else None
+        if wait is not None and again[0]["t"] - after < wait:
             return None, (f"retry-before-retry-after: sent again {again[0]['t'] - after:.2f}s after a status that "
-                          f"said Retry-After: 1")
+                          f"said Retry-After: {wait:g}")
     elif fault.expects == catalogue.CANCEL:
         cancelled = any(m.get("method") == "notifications/cancelled" for _, m in later)
         closed = any(r["kind"] == records.END and r.get("reason") == records.CLIENT_DISCONNECTED
-                     and r.get("exchange") == edit.get("exchange") for r in all_records)
+                     and r.get("exchange") == edit.get("exchange") for r in log)
         if not (cancelled or closed):
             return "the request was never cancelled", None
     return None, None
+
+
+def _retry_after(edit: dict, log: list[dict]) -> float | None:
+    """The Retry-After (in seconds) of the status the edit answered with, as the log shows the client got it."""
+    for record in log:
+        if record["kind"] == records.HTTP_RESPONSE and record.get("exchange") == edit.get("exchange"):
+            for name, value in record.get("headers") or ():
+                if name.lower() == "retry-after" and str(value).strip().isdigit():
+                    return float(value)
+    return None
 
 
 def _shape(msg: dict) -> tuple:
