@@ -80,7 +80,7 @@ class Gauntlet:
         every = positions(self.recording)
         if not every and not at:
             raise ValueError(f"{tape}: no request after the handshake to inject a fault at (give --at)")
-        wanted = list(at) if at else every
+        wanted = list(dict.fromkeys(at or every))  # a position named twice is one run
         from ..replay.serve import Replayer
 
         replayer = Replayer(self.recording)

@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from ..gauntlet import DEFAULT_TIMEOUT
 from ..gauntlet.faults import Fault, not_applicable, pick
 from ..gauntlet.runner import HUNG, Run, classify, recorded_requests
 
 OPTIONS = ("faults", "at", "timeout")
-DEFAULT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
