@@ -221,10 +221,12 @@ def test_the_pytest_marker_runs_a_test_once_per_fault_and_position(pytester, tap
         pytester.runpytest_subprocess("--collect-only", "-q").stdout.lines)
 
 
-def test_the_readme_lists_every_fault():
+def test_the_readme_and_help_list_every_fault():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("## Gauntlet")[1].split("\n## ")[0]
     assert all(f"| `{fault.name}` |" in section for fault in FAULTS)
+    shown = " ".join(subprocess.run([MCPTAPE, "gauntlet", "--help"], capture_output=True, text=True).stdout.split())
+    assert all(fault.name in shown.replace("- ", "-") for fault in FAULTS), shown
 
 
 def test_a_retry_after_429_or_503_is_scored_by_its_retry_after(tape):
