@@ -798,6 +798,72 @@ def _replay_summary(replayer, strict: bool) -> None:
         raise SystemExit(1)
 
 
+@main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CLIENT [ARGS]...")
+@click.option("--faults", metavar="LIST", help="Comma-separated faults to run (default: every one that applies): "
+                                               "expire-session, session-not-found-401, restart-server, status-429, "
+                                               "status-503, drop, delay, close-stream, reset, malformed, duplicate.")
+@click.option("--at", "at", metavar="LIST", help="Comma-separated positions, any selector of the edit language "
+                                                 "(default: each request after the handshake), e.g. tools/call#2.")
+@click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(0, min_open=True), metavar="S",
+              help="Seconds each run may take; a client still running then is killed with its children (hung).")
+@click.option("--max-runs", default=50, show_default=True, type=click.IntRange(min=1), metavar="N",
+              help="Cap on the runs: positions past it are left out (and the scorecard says so).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N", help="Runs at a time (default: the CPU count).")
+@click.option("--stdio", is_flag=True, help="The client spawns its server from $MCPTAPE_SERVER (implied by {server}).")
+@click.option("--logs", metavar="DIR", type=click.Path(file_okay=False),
+              help="Keep each run's replay log and client output under DIR (default: thrown away).")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
+@click.option("--fail-on", default="failed,hung", show_default=True, metavar="LIST",
+              help="Verdicts that make the exit status 1: comma-separated from surfaced, failed, hung, "
+                   "not-reached; or never.")
+def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on):
+    """Run a client once per fault and position against the tape's replay; score how it recovers.
+
+    The client reaches each run's replay through {url} in its arguments (and $MCPTAPE_URL), or spawns it through
+    {server}, which becomes the stdio replay command's arguments (and $MCPTAPE_SERVER, shell-quoted). Each run is
+    recovered, surfaced, failed (a named protocol fault) or hung; `mcptape gauntlet --format md` renders on GitHub.
+
+    \b
+    Examples:
+      mcptape gauntlet run.mcptape -- python client.py {url}
+      mcptape gauntlet run.mcptape --faults expire-session,drop --at tools/call#1 --timeout 5 -- python client.py {url}
+      mcptape gauntlet run.mcptape --format json -j 4 -- python stdio_client.py {server}
+    """
+    from .gauntlet import Gauntlet, scorecard
+    from .gauntlet.runner import FAILED, HUNG, NOT_REACHED, SURFACED
+    from .tape.file import TapeError
+
+    def split(value: str | None) -> list[str] | None:
+        return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+    verdicts = split(fail_on) or []
+    allowed = (SURFACED, FAILED, HUNG, NOT_REACHED)
+    if verdicts != ["never"] and any(v not in allowed for v in verdicts):
+        raise Failure(f"--fail-on {fail_on!r}: choose from {', '.join(allowed)} (comma-separated), or never")
+    fail_on = () if verdicts == ["never"] else tuple(verdicts)
+    if not command:
+        raise Failure("give the client command after --, with {url} (or {server}) where the replay goes, e.g. "
+                      "mcptape gauntlet run.mcptape -- python client.py {url}")
+    try:
+        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs)
+    except TapeError as e:
+        raise Failure(str(e)) from None
+    except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
+        raise Failure(str(e)) from None
+    if not runner.stdio and not any("{url}" in arg for arg in command):
+        click.echo("mcptape: note: the client command has no {url}: it must read $MCPTAPE_URL", err=True)
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop: kill the runs in flight, then exit
+    try:
+        result = runner.run(jobs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    code = _exit_with(1 if result.failing(fail_on) else 0)
+    click.echo(scorecard.FORMATS[fmt](result, fail_on), nl=False)
+    raise SystemExit(code)
+
+
 class _WithEditReference(click.Command):
     """A command whose help ends with the whole edit language, as written (a pip user has no README)."""
 
