@@ -26,6 +26,7 @@ from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
+from . import mcp_view
 from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
@@ -48,7 +49,7 @@ def _guarded(hook: Callable) -> Callable:
     return wrapper
 
 
-def _headers(headers: mhttp.Headers) -> list[tuple[str, str]]:
+def headers_of(headers: mhttp.Headers) -> list[tuple[str, str]]:
     return [(_text(k), _text(v)) for k, v in headers.fields]
 
 
@@ -59,7 +60,7 @@ def _text(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
-def _content(message: mhttp.Message) -> tuple[bytes, str | None]:
+def content_of(message: mhttp.Message) -> tuple[bytes, str | None]:
     """The body with its Content-Encoding undone, or the raw bytes and why they could not be decoded."""
     try:
         return message.get_content(strict=True) or b"", None
@@ -129,6 +130,7 @@ class Recorder:
         self.failure: str | None = None  # why the last capture stopped writing early, if it did
 
     def load(self, loader) -> None:
+        mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
         loader.add_option("mcptape_tape", Optional[str], None, "Record MCP traffic into this tape (.mcptape).")
         loader.add_option("mcptape_append", bool, False, "Add to an existing tape instead of refusing it.")
         loader.add_option("mcptape_force", bool, False, "Replace an existing tape.")
@@ -194,17 +196,17 @@ class Recorder:
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = _content(flow.request)
+        body, problem = content_of(flow.request)
         self.capture.request(
             flow.id, flow.client_conn.id, flow.request.timestamp_start, flow.request.method,
-            flow.request.path, _headers(flow.request.headers), body, problem,
+            flow.request.path, headers_of(flow.request.headers), body, problem,
         )
 
     def _edit_request(self, flow: mhttp.HTTPFlow) -> float:
         """Decide the edits for a request; answer it ourselves when an edit says so (the server never sees it).
         Returns how long to hold the request before it goes on (a delay on a legacy channel's answer)."""
-        msg = jsonrpc.parse(_content(flow.request)[0]).msg if flow.request.method == "POST" else None
-        session = self.capture.session_of(flow.request.path, _headers(flow.request.headers))
+        msg = jsonrpc.parse(content_of(flow.request)[0]).msg if flow.request.method == "POST" else None
+        session = self.capture.session_of(flow.request.path, headers_of(flow.request.headers))
         plan = self.editor.plan(self.clock(), msg, flow.request.method, session)
         if not plan:
             return 0.0
@@ -254,7 +256,7 @@ class Recorder:
         try:
             stream = self.capture.response_head(
                 flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-                _headers(flow.response.headers), _relocation(flow),
+                headers_of(flow.response.headers), _relocation(flow),
             )
         except Exception as e:
             logger.error(f"mcptape: recording a response head failed: {type(e).__name__}: {e}")
@@ -284,7 +286,7 @@ class Recorder:
         """drop: the final response never reaches the client; the request (or its stream) stays open until the
         client gives up or the proxy stops."""
         if not flow.response.stream:
-            self._edited(flow, edits.withhold(jsonrpc.parse(_content(flow.response)[0]).msg))
+            self._edited(flow, edits.withhold(jsonrpc.parse(content_of(flow.response)[0]).msg))
         while not self.stopping and flow.client_conn.timestamp_end is None:
             await asyncio.sleep(0.05)  # mitmproxy has no event for a client leaving while a hook is pending
         if self.capture is not None:
@@ -294,10 +296,10 @@ class Recorder:
 
     @_guarded
     def _record_response(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = (b"", None) if flow.response.stream else _content(flow.response)
+        body, problem = (b"", None) if flow.response.stream else content_of(flow.response)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-            _headers(flow.response.headers), body, problem,
+            headers_of(flow.response.headers), body, problem,
         )
 
     @_guarded
@@ -305,19 +307,11 @@ class Recorder:
         self.capture.failed(flow.id, self.clock(), self._reason(flow), flow.error.msg if flow.error else None)
 
     def _reason(self, flow: mhttp.HTTPFlow) -> str:
-        message = (flow.error.msg if flow.error else "").lower()
         if self.stopping:
             return records.PROXY_STOPPED
         if (plan := flow.metadata.get(PLAN)) is not None and plan.reset:
             return records.UPSTREAM_RESET  # what the client saw: the connection went away
-        if "client disconnected" in message:
-            return records.CLIENT_DISCONNECTED
-        upstream = flow.server_conn
-        if upstream.timestamp_tcp_setup is None or (upstream.tls and upstream.timestamp_tls_setup is None):
-            return records.UPSTREAM_UNREACHABLE  # never connected, or the TLS handshake failed
-        if flow.server_conn.timestamp_end is not None or "server" in message or "peer" in message:
-            return records.UPSTREAM_RESET
-        return records.PROXY_ERROR
+        return end_reason(flow)
 
     def done(self) -> None:
         self._close("stopped")
@@ -336,8 +330,21 @@ class Recorder:
             self.writer = None
 
 
+def end_reason(flow: mhttp.HTTPFlow) -> str:
+    """Why a flow ended in an error, in the tape's words, from what mitmproxy knows of its connections."""
+    message = (flow.error.msg if flow.error else "").lower()
+    if "client disconnected" in message:
+        return records.CLIENT_DISCONNECTED
+    upstream = flow.server_conn
+    if upstream.timestamp_tcp_setup is None or (upstream.tls and upstream.timestamp_tls_setup is None):
+        return records.UPSTREAM_UNREACHABLE  # never connected, or the TLS handshake failed
+    if flow.server_conn.timestamp_end is not None or "server" in message or "peer" in message:
+        return records.UPSTREAM_RESET
+    return records.PROXY_ERROR
+
+
 def _request_id(flow: mhttp.HTTPFlow):
-    msg = jsonrpc.parse(_content(flow.request)[0]).msg
+    msg = jsonrpc.parse(content_of(flow.request)[0]).msg
     return msg.get("id") if isinstance(msg, dict) else None
 
 
