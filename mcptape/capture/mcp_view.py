@@ -34,11 +34,14 @@ def _asked(flow) -> dict:
 
 
 def _is_mcp_flow(flow) -> bool:
-    """A request that carries MCP's own headers (Streamable HTTP after initialize)."""
+    """An exchange whose request carries MCP's own headers (Streamable HTTP after initialize) or posts JSON-RPC."""
     if not isinstance(flow, mhttp.HTTPFlow):
         return False
     headers = flow.request.headers
-    return http.SESSION_ID in headers or http.PROTOCOL_VERSION in headers
+    if http.SESSION_ID in headers or http.PROTOCOL_VERSION in headers:
+        return True
+    body = jsonrpc.parse(flow.request.get_content(strict=False) or b"") if flow.request.method == "POST" else None
+    return body is not None and body.is_json and body.problem is None
 
 
 def message_lines(msg: jsonrpc.JSON, asked: dict | None = None) -> list[str]:
@@ -143,8 +146,8 @@ class MCPContentview(contentviews.Contentview):
         body = jsonrpc.parse(data)
         if body.is_json and body.problem is None:
             return 2
-        # a body of an MCP request that is not JSON-RPC: say why, where the JSON or raw view would not
-        if _is_mcp_flow(metadata.flow) and media in ("", http.JSON, "text/plain"):
+        # a body of an MCP exchange that is not JSON-RPC: say why, where the JSON or raw view would not
+        if _is_mcp_flow(metadata.flow) and media in ("", http.JSON, "text/plain", "text/html"):
             return 2
         return 0
 
