@@ -313,3 +313,51 @@ def test_the_view_never_raises_on_any_body(body, ctype, mcp_headers):
         assert mcp_view.view.render_priority(body, metadata) in (0, 2)
         assert isinstance(mcp_view.view.prettify(body, metadata), str)
         assert render(message, flow)[0] is not None
+
+
+# -- store_streamed_bodies -----------------------------------------------------------------------------------------
+
+def test_the_record_addon_keeps_sse_bodies_for_mitmweb_when_asked(demo_server, tmp_path):
+    """mitmdump with the record addon and mcptape_store_streamed_bodies: the -w file holds each SSE body (as the
+    client got it), the view splits it into events, and the tape is recorded as always."""
+    flows_file, tape = tmp_path / "kept.flows", tmp_path / "kept.mcptape"
+    upstream = demo_server()
+    port = free_port()
+    proc = subprocess.Popen([str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(port),
+                             "--mode", f"reverse:{upstream.rsplit('/mcp', 1)[0]}", "-w", str(flows_file),
+                             "-s", run_mcptape("addons", "record").stdout.strip(),
+                             "--set", f"mcptape_tape={tape}", "--set", "mcptape_store_streamed_bodies=1m"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, proc)
+        anyio.run(script, f"http://127.0.0.1:{port}/mcp", "legacy")
+    finally:
+        assert stop(proc, signal.SIGINT) == 0, proc.stderr.read()
+    with open(flows_file, "rb") as f:
+        flows = [f for f in io.FlowReader(f).stream() if f.response is not None
+                 and f.response.headers.get("content-type", "").startswith("text/event-stream")]
+    countdown = next(f for f in flows if b'"countdown"' in f.request.content)
+    view, text = render(countdown.response, countdown)
+    assert view == "MCP" and text.startswith("SSE stream: 7 events") and "notifications/progress 3/3" in text
+    assert countdown.response.content.count(b"\r\n\r\n") == 7  # the SDK ends lines with CRLF
+    assert any(r["kind"] == "sse.event" for r in read(tape).records)
+
+
+def test_a_stream_past_the_cap_is_not_kept_and_the_flow_says_so():
+    from mcptape.capture.http import HttpCapture, Scope
+    from mcptape.capture.imported import Records
+    from mcptape.capture.mitm import _Tap
+    from mcptape.redact import Redactor
+
+    capture = HttpCapture(Records(), Redactor(), Scope())
+    for cap, chunks in ((1000, [b"data: {}\n\n", b"data: {}\n\n"]), (15, [b"data: {}\n\n", b"data: {}\n\n"])):
+        flow = tflow.tflow(resp=True)
+        flow.response.raw_content = None
+        capture.request(flow.id, 1, 0.0, "POST", "/mcp", [], json.dumps(INIT).encode())
+        tap = _Tap(capture.response_head(flow.id, 0.0, 200, "OK", [("content-type", "text/event-stream")]), flow, cap)
+        assert [tap(chunk) for chunk in chunks] == chunks
+        tap(b"")  # the end of the stream
+        if cap == 1000:
+            assert flow.response.raw_content == b"".join(chunks)
+        else:
+            assert flow.response.raw_content is None and "passed 15b and was not kept" in flow.comment

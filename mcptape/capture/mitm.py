@@ -20,6 +20,7 @@ from typing import Optional
 from mitmproxy import ctx, exceptions
 from mitmproxy import http as mhttp
 from mitmproxy.proxy import mode_specs
+from mitmproxy.utils import human
 
 from .. import TOOL, edits
 from ..redact import Redactor
@@ -70,17 +71,35 @@ def content_of(message: mhttp.Message) -> tuple[bytes, str | None]:
 
 
 class _Tap:
-    """mitmproxy's stream callable: records each chunk on its way to the client, then lets it go on."""
+    """mitmproxy's stream callable: records each chunk on its way to the client, then lets it go on.
 
-    def __init__(self, stream: SSEStream) -> None:
+    With `keep` (mcptape_store_streamed_bodies), it also keeps what it sent on, up to that many bytes, and puts it
+    on the flow as the response body when the stream ends, before the response hook: mitmweb, `-w` and any addon
+    then see the SSE body. mitmproxy's own store_streamed_bodies does the same for every stream, with no cap."""
+
+    def __init__(self, stream: SSEStream, flow: mhttp.HTTPFlow | None = None, keep: int | None = None) -> None:
         self.stream = stream
+        self.flow, self.keep = flow, keep
+        self.kept: bytearray | None = bytearray() if keep is not None else None
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
             self.stream.record(chunk)
         except Exception as e:
             logger.error(f"mcptape: recording an SSE chunk failed: {type(e).__name__}: {e}")
-        return self.stream.forward(chunk)
+        out = self.stream.forward(chunk)
+        if self.kept is not None:
+            self._keep(out, end=not chunk)
+        return out
+
+    def _keep(self, out: bytes | list[bytes], end: bool) -> None:
+        for part in [out] if isinstance(out, bytes) else out:
+            self.kept += part
+        if len(self.kept) > self.keep:
+            self.kept = None
+            self.flow.comment = f"mcptape: the SSE body passed {human.pretty_size(self.keep)} and was not kept"
+        elif end:
+            self.flow.response.raw_content = bytes(self.kept)
 
 
 class _Discard:
@@ -124,6 +143,7 @@ class Recorder:
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
+        self.keep: int | None = None  # mcptape_store_streamed_bodies, in bytes
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
@@ -145,6 +165,9 @@ class Recorder:
         loader.add_option("mcptape_keep_path", Sequence[str], [],
                           "Never redact this part of every message (JSON pointer, e.g. /result/content/0/text).")
         loader.add_option("mcptape_record_all", bool, False, "Record bodies of non-MCP exchanges too.")
+        loader.add_option("mcptape_store_streamed_bodies", Optional[str], None,
+                          "Keep each recorded SSE body on its flow when its stream ends, up to this size (e.g. 1m), "
+                          "so mitmweb and -w files show it. Off by default: mitmproxy keeps no streamed body.")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
 
@@ -158,6 +181,10 @@ class Recorder:
         except edits.EditError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.editor = edits.Editor(parsed) if parsed else None
+        try:
+            self.keep = human.parse_size(ctx.options.mcptape_store_streamed_bodies)
+        except ValueError as e:
+            raise exceptions.OptionsError(f"mcptape_store_streamed_bodies: {e}") from None
         path = ctx.options.mcptape_tape
         if not path:
             if self.editor is not None:
@@ -270,7 +297,7 @@ class Recorder:
               and http.SESSION_ID not in flow.request.headers):
             # a GET stream outside any Streamable HTTP session: a legacy channel, once its endpoint event says so
             stream.edit(edits.ChannelEditor(self._channel_opened))
-        flow.response.stream = _Tap(stream)
+        flow.response.stream = _Tap(stream, flow, self.keep)
 
     def _channel_opened(self, session: str, channel: edits.ChannelEditor) -> None:
         self._channels[session] = channel
@@ -304,6 +331,9 @@ class Recorder:
 
     @_guarded
     def error(self, flow: mhttp.HTTPFlow) -> None:
+        tap = flow.response.stream if flow.response is not None else None
+        if isinstance(tap, _Tap) and tap.kept is not None:  # a cut stream: what passed before the cut
+            flow.response.raw_content = bytes(tap.kept)
         self.capture.failed(flow.id, self.clock(), self._reason(flow), flow.error.msg if flow.error else None)
 
     def _reason(self, flow: mhttp.HTTPFlow) -> str:
