@@ -361,3 +361,27 @@ def test_a_stream_past_the_cap_is_not_kept_and_the_flow_says_so():
             assert flow.response.raw_content == b"".join(chunks)
         else:
             assert flow.response.raw_content is None and "passed 15b and was not kept" in flow.comment
+
+
+def test_the_view_never_fails_on_the_bodies_of_the_bad_input_tests(raw, record, tmp_path):
+    from .test_record_raw import BAD
+
+    rec = record(raw.url)
+    for behaviour, *_ in BAD:
+        fetch(rec.url, behaviour)
+    for body in (b"{not json", b'{"jsonrpc":"2.0","id":null,"method":"x"}', b"\xff\xfe\x00"):
+        fetch(rec.url, "echo", body)
+    assert rec.stop()[0] == 0
+    flows = exported(rec.tape, tmp_path)
+    assert len(flows) == len(BAD) + 3
+    shown = 0
+    for flow in flows:
+        for message in (flow.request, flow.response):
+            data = message.get_content(strict=False)
+            metadata = contentviews.Metadata(flow=flow, content_type=message.headers.get("content-type"),
+                                             http_message=message)
+            assert isinstance(mcp_view.view.prettify(data, metadata), str)  # directly: nothing caught for us
+            result = contentviews.prettify_message(message, flow)
+            assert "failed to parse as MCP" not in result.description
+            shown += result.view_name == "MCP"
+    assert shown >= len(BAD) + 3  # every request is MCP, and so are most answers
