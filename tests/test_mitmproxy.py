@@ -25,6 +25,7 @@ from mcptape.tape.file import read
 from .conftest import BIN, INIT, by_exchange, free_port, run_mcptape, spawn_demo, start_recording, stop, wait_for_port
 from .test_cli import one_line_error
 from .test_record_raw import fetch, raw  # noqa: F401 (raw: the misbehaving upstream's fixture)
+from .test_report_browser import browser  # noqa: F401 (Debian's Chromium through Playwright)
 
 
 def mitmdump_w(upstream: str, flows: Path) -> tuple[subprocess.Popen, str]:
@@ -385,3 +386,36 @@ def test_the_view_never_fails_on_the_bodies_of_the_bad_input_tests(raw, record, 
             assert "failed to parse as MCP" not in result.description
             shown += result.view_name == "MCP"
     assert shown >= len(BAD) + 3  # every request is MCP, and so are most answers
+
+
+# -- mitmweb in a real browser -------------------------------------------------------------------------------------
+
+def test_a_recorded_flow_opens_in_mitmweb_with_the_mcp_view(browser, real_tapes, tmp_path):  # noqa: F811
+    """mitmweb opens an exported tape with the contentview addon; headless Chromium shows a tools/call's SSE answer
+    through the MCP view. mitmweb 12 asks for an access token: we give it one. The screenshot is kept."""
+    from .test_report_browser import ARTIFACTS
+
+    flows_file = tmp_path / "session.flows"
+    assert run_mcptape("export", real_tapes["session"], "--format", "mitm", "-o", str(flows_file)).returncode == 0
+    with open(flows_file, "rb") as f:
+        countdown = next(f for f in io.FlowReader(f).stream() if b'"countdown"' in f.request.content)
+    web, token = free_port(), "mcptape-test-token"
+    proc = subprocess.Popen([str(BIN / "mitmweb"), "-r", str(flows_file), "--listen-host", "127.0.0.1",
+                             "-p", str(free_port()), "--web-host", "127.0.0.1", "--web-port", str(web),
+                             "--set", "web_open_browser=false", "--set", f"web_password={token}",
+                             "-s", run_mcptape("addons", "contentview").stdout.strip()],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(web, proc)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"http://127.0.0.1:{web}/?token={token}#/flows/{countdown.id}/response", wait_until="load")
+        body = page.locator(".contentview")
+        body.get_by_text("SSE stream:", exact=False).first.wait_for(timeout=15000)
+        text = body.first.inner_text()
+        assert "answers tools/call countdown" in text and "notification notifications/progress 3/3" in text
+        assert page.locator("text=MCP").first.is_visible()  # the view mitmweb chose, named in its view picker
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "mitmweb-mcp-view.png"), full_page=True)
+        page.close()
+    finally:
+        stop(proc, signal.SIGINT)
