@@ -1018,8 +1018,8 @@ def import_(source, output, force):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Failure(f"{source}: not UTF-8 text (byte {e.start}) and not a flow file; import reads {kinds}") from None
-    if _is_har(text):
-        _import_capture(source, output, force, text, "har")
+    if (har := _har_document(text)) is not None:
+        _import_capture(source, output, force, har, "har")
         return
     try:
         header, items = json_form.parse_document(text)
@@ -1035,17 +1035,18 @@ def _is_flow_file(data: bytes) -> bool:
     return bool(colon) and length.isdigit()
 
 
-def _is_har(text: str) -> bool:
+def _har_document(text: str) -> dict | None:
+    """The HAR a file holds (JSON with a top-level "log" object), or None."""
     from .wire import jsonrpc
 
     head = text.lstrip()[:4096]
     if not head.startswith("{") or '"log"' not in head:
-        return False
+        return None
     try:
         doc = jsonrpc.loads(text)
     except ValueError:
-        return False
-    return isinstance(doc, dict) and isinstance(doc.get("log"), dict)
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
 
 
 def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -> None:
@@ -1056,7 +1057,8 @@ def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -
             writer.write(item)
 
 
-def _import_capture(source: str, output: str, force: bool, data: bytes | str, kind: str) -> None:
+def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
+    """A flow file's bytes or a HAR document, through the recorder's capture, into a tape."""
     from . import TOOL
     from .capture import imported
     from .redact import Redactor
@@ -1076,9 +1078,7 @@ def _import_capture(source: str, output: str, force: bool, data: bytes | str, ki
                 raise Failure(f"{source}: not a readable mitmproxy flow file: {e}") from None
             result = imported.from_flows(flows, items, source, redactor)
         else:
-            from .wire import jsonrpc
-
-            result = imported.from_har(jsonrpc.loads(data), items, source, redactor)
+            result = imported.from_har(data, items, source, redactor)
     except imported.HarError as e:
         raise Failure(f"{source}: {e}") from None
     _write_tape(output, force, records.header(time.time(), TOOL, redactor.describe()), items)

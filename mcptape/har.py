@@ -57,15 +57,11 @@ def body_bytes(record: dict) -> bytes:
 
 def _body(record: dict) -> tuple[str, str | None]:
     """A record's body as HAR text, and "base64" when it had to be encoded."""
-    if "msg" in record:
-        return dumps(record["msg"]), None
-    raw = record.get("raw")
-    if isinstance(raw, bytes):
-        try:
-            return raw.decode("utf-8"), None
-        except UnicodeDecodeError:
-            return base64.b64encode(raw).decode(), "base64"
-    return "", None
+    data = body_bytes(record)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode(), "base64"
 
 
 def _origin(start: dict | None) -> tuple[str, str | None]:

@@ -15,7 +15,8 @@ What such a capture lacks is said in the tape (the capture.start record's `sourc
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+import heapq
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -83,20 +84,28 @@ def _flow_gaps(flows: list[mhttp.HTTPFlow], result: Imported) -> None:
 
 def from_flows(flows: Iterable, sink: RecordSink, source: str, redactor: Redactor | None = None) -> Imported:
     """Records for the HTTP flows of a mitmproxy flow file (other flows, TCP or DNS, are not MCP and are skipped)."""
-    http_flows = [f for f in flows if isinstance(f, mhttp.HTTPFlow)]
+    http_flows = sorted((f for f in flows if isinstance(f, mhttp.HTTPFlow)), key=lambda f: f.request.timestamp_start)
     result = Imported()
     _flow_gaps(http_flows, result)
     clock = _Clock()
     capture = _capture(sink, redactor or Redactor(), clock)
     first = min((f.request.timestamp_start for f in http_flows), default=0.0)
     _start(capture, first, source, "mitmproxy flow file", result)
-    # in request order: a flow file holds flows in the order they ended
-    for flow in sorted(http_flows, key=lambda f: f.request.timestamp_start):
-        _flow(capture, clock, flow)
+    _in_time_order([_flow(capture, clock, flow) for flow in http_flows])
     result.exchanges = capture.recorded
-    last = max((_flow_end(f) for f in http_flows), default=first)
-    capture.stop(last, "imported")
+    capture.stop(max((_flow_end(f) for f in http_flows), default=first), "imported")
     return result
+
+
+def _in_time_order(exchanges: list[Iterator[float]]) -> None:
+    """Run the exchanges' steps interleaved by time, as a proxy would have seen them: each exchange is a generator
+    that yields when its next step happened and takes that step when resumed. Ties go in request order."""
+    heap = [(t, n, steps) for n, steps in enumerate(exchanges) if (t := next(steps, None)) is not None]
+    heapq.heapify(heap)
+    while heap:
+        t, n, steps = heapq.heappop(heap)
+        if (following := next(steps, None)) is not None:
+            heapq.heappush(heap, (max(t, following), n, steps))
 
 
 def _flow_end(flow: mhttp.HTTPFlow) -> float:
@@ -108,22 +117,27 @@ def _flow_end(flow: mhttp.HTTPFlow) -> float:
     return max(times)
 
 
-def _flow(capture: HttpCapture, clock: _Clock, flow: mhttp.HTTPFlow) -> None:
-    q = flow.request
-    body, problem = content_of(q) if q.raw_content is not None else (b"", None)
+def _flow(capture: HttpCapture, clock: _Clock, flow: mhttp.HTTPFlow) -> Iterator[float]:
+    """One flow's steps: the request, the response head, then its body (every SSE event at once) and end."""
+    q, r = flow.request, flow.response
+    yield q.timestamp_start
+    body, problem = content_of(q)
     if not capture.request(flow.id, flow.client_conn.id, q.timestamp_start, q.method, q.path,
                            headers_of(q.headers), body, problem):
         return
-    clock.now = _flow_end(flow)
-    r = flow.response
+    stream = None
     if r is not None:
+        yield r.timestamp_start
         headers = headers_of(r.headers)
         stream = capture.response_head(flow.id, r.timestamp_start, r.status_code, r.reason, headers)
+    yield _flow_end(flow)
+    clock.now = _flow_end(flow)
+    if r is not None:
         if stream is not None:
             stream.record(r.raw_content or b"")  # as it was on the wire: the stream undoes its encoding
             body, problem = b"", None
         else:
-            body, problem = content_of(r) if r.raw_content is not None else (b"", None)
+            body, problem = content_of(r)
         if flow.error is None or stream is None:  # an answer that came whole counts, whatever failed later
             capture.response(flow.id, r.timestamp_start, r.status_code, r.reason, headers, body, problem)
             return
@@ -192,29 +206,36 @@ def from_har(doc: object, sink: RecordSink, source: str, redactor: Redactor | No
     clock = _Clock()
     capture = _capture(sink, redactor or Redactor(), clock)
     _start(capture, min(starts, default=0.0), source, "HAR", result)
-    last = 0.0
-    for n in sorted(range(len(entries)), key=lambda i: starts[i]):
-        last = max(last, _entry(capture, clock, n, entries[n], starts[n]))
+    order = sorted(range(len(entries)), key=lambda i: starts[i])
+    _in_time_order([_entry(capture, clock, n, entries[n], starts[n]) for n in order])
     result.exchanges = capture.recorded
-    capture.stop(last, "imported")
+    capture.stop(max((s + _duration(e) for s, e in zip(starts, entries)), default=0.0), "imported")
     return result
 
 
-def _entry(capture: HttpCapture, clock: _Clock, key: int, entry: dict, started: float) -> float:
+def _duration(entry: dict) -> float:
+    time = entry.get("time")
+    return max(0.0, float(time) / 1000) if isinstance(time, (int, float)) and not isinstance(time, bool) else 0.0
+
+
+def _entry(capture: HttpCapture, clock: _Clock, key: int, entry: dict, started: float) -> Iterator[float]:
+    """One entry's steps: the request, the response head, each SSE event at its own time where the HAR kept it,
+    then the body and end."""
     q = entry["request"]
     split = urlsplit(str(q.get("url", "")))
     target = (split.path or "/") + (f"?{split.query}" if split.query else "")
-    body = _text(q.get("postData") or {}) if isinstance(q.get("postData"), dict) else b""
-    ended = started + max(0.0, float(entry.get("time") or 0) / 1000)
-    clock.now = ended
+    body = _text(q.get("postData")) if isinstance(q.get("postData"), dict) else b""
+    ended = started + _duration(entry)
+    yield started
     if not capture.request(key, entry.get("connection", 0), started, str(q.get("method", "")), target,
                            _pairs(q.get("headers")), body):
-        return ended
+        return
     r = entry.get("response") if isinstance(entry.get("response"), dict) else {}
     status = r.get("status")
     if not isinstance(status, int) or status <= 0:  # devtools write 0 for a request that got no answer
+        yield ended
         capture.failed(key, ended, records.PROXY_ERROR, str(r.get("_error") or "the HAR holds no response"))
-        return ended
+        return
     timings = entry.get("timings") if isinstance(entry.get("timings"), dict) else {}
     answered = started + _ms(timings, "blocked", "dns", "connect", "send", "wait")
     # a HAR holds bodies decoded: the headers must not send them through a decoder again
@@ -222,30 +243,32 @@ def _entry(capture: HttpCapture, clock: _Clock, key: int, entry: dict, started: 
     content = r.get("content") if isinstance(r.get("content"), dict) else {}
     if not http.get(headers, "content-type") and content.get("mimeType"):
         headers.append(("content-type", str(content["mimeType"])))
+    yield answered
     stream = capture.response_head(key, answered, status, str(r.get("statusText") or ""), headers)
-    if stream is not None:
-        messages = entry.get("_eventSourceMessages")
-        if isinstance(messages, list):
-            for m in messages:
-                if not isinstance(m, dict):
-                    continue
-                if isinstance(m.get("time"), (int, float)):
-                    clock.now = float(m["time"])
-                retry = m.get("_retry")
-                stream.record(sse.encode(sse.Event(id=m.get("eventId") or None, event=m.get("eventName") or None,
-                                                   data=str(m.get("data", "")),
-                                                   retry=retry if isinstance(retry, int) else None)))
-            clock.now = max(clock.now, ended)
-        else:
-            stream.record(_text(content))
-        body = b""
-    else:
-        body = _text(content)
+    messages = entry.get("_eventSourceMessages")
+    last = answered
+    if stream is not None and isinstance(messages, list):
+        for m in messages:
+            if not isinstance(m, dict):
+                continue
+            if isinstance(m.get("time"), (int, float)):
+                last = float(m["time"])
+            yield last
+            clock.now = last  # set once resumed: other exchanges' steps ran in between
+            retry = m.get("_retry")
+            stream.record(sse.encode(sse.Event(id=m.get("eventId") or None, event=m.get("eventName") or None,
+                                               data=str(m.get("data", "")),
+                                               retry=retry if isinstance(retry, int) else None)))
+    ended = max(ended, last)  # a HAR's times are rounded to the millisecond: never end before an event
+    yield ended
+    clock.now = ended
+    if stream is not None and not isinstance(messages, list):
+        stream.record(_text(content))
     error = r.get("_error")
     ours = (entry.get("_mcptape") or {}).get("end") if isinstance(entry.get("_mcptape"), dict) else None
     if stream is not None and (error or ours in records.END_REASONS and ours != records.COMPLETE):
         # how a stream ended: mcptape's own HAR says it; another writer's `_error` says it failed
         capture.failed(key, ended, ours if ours in records.END_REASONS else records.PROXY_ERROR, error or None)
     else:
-        capture.response(key, answered, status, str(r.get("statusText") or ""), headers, body)
-    return ended
+        capture.response(key, answered, status, str(r.get("statusText") or ""), headers,
+                         b"" if stream is not None else _text(content))
