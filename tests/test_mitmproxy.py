@@ -130,6 +130,10 @@ def test_a_mitmdump_capture_imports_into_a_tape_that_checks_like_the_recorded_on
                 if r["kind"] == "sse.event" and (r.get("msg") or {}).get("method") == "notifications/progress"]
     assert progress(str(tape)) == progress(same_session["tape"]) == [1, 2, 3]
     assert run_mcptape("report", str(tape)).returncode == 0
+    from mcptape.replay import replaying
+
+    with replaying(str(tape)) as url:  # the imported capture serves the SDK client as the server did
+        assert "countdown counted down from 3" in anyio.run(script, url, "legacy")
 
 
 def test_a_har_of_the_session_imports_with_its_event_times(same_session, tmp_path):
