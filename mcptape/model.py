@@ -83,6 +83,7 @@ class Session:
     # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
     # client closed the server's stdin; s2c, the server closed its stdout
     left: dict[str, int] = field(default_factory=dict)
+    resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
 
     @property
     def short(self) -> str:
@@ -113,6 +114,7 @@ class Exchange:
     status: int | None = None
     get_stream: bool = False  # a GET answered with an event stream: the standalone stream, or a resumed one
     last_event_id: str | None = None  # on a GET: the stream it resumes
+    last_sse_id: str | None = None  # the last event id its SSE stream carried: a stream the client could resume
     end: str | None = None
     injected: bool = False
     calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
@@ -334,6 +336,8 @@ class Model:
                       headers, r.get("msg"), injected=bool(r.get("injected")), mcp=r.get("mcp", True))
         if ex.method == "GET":
             ex.last_event_id = http.get(headers, http.LAST_EVENT_ID)
+            if ex.last_event_id is not None and session is not None:
+                session.resumed.add(ex.last_event_id)
         elif not sent and isinstance(ex.msg, dict) and ex.msg.get("method") == "initialize":
             self._started = True
             for dead in self._dead:  # the client starts anew: the sessions it lost are replaced
@@ -406,6 +410,8 @@ class Model:
         seen.exchange = ex
         if r.get("injected"):
             ex.injected = True  # an edit changed what the client got from here on
+        if r.get("id"):
+            ex.last_sse_id = r["id"]
         if r.get("event") == "endpoint" and r.get("data"):
             ex.session = self.session(r.get("session") or f"sse:{self.tape}:{ex.number}", LEGACY_SSE)
             self._legacy_paths[urlsplit(r["data"]).path] = ex.session

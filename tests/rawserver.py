@@ -186,8 +186,9 @@ async def accepted(server, writer, body):
 
 
 async def no_answer(server, writer, body):
-    """An SSE stream that ends cleanly without the response."""
-    await _sse(writer, [_event(1)])
+    """An SSE stream that ends cleanly without the response, and without an event id: nothing a client could resume
+    (a stream closed after an id is one 2025-11-25 lets the client resume: then the answer waits on the client)."""
+    await _sse(writer, [b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n'])
 
 
 async def get_response(server, writer, body):

@@ -16,6 +16,7 @@ from mcptape.model import Model
 from mcptape.show import timeline
 from mcptape.tape import records
 from mcptape.tape.file import Reader
+from mcptape.wire import sse
 
 from .conftest import write_tape
 
@@ -261,3 +262,49 @@ def test_two_answers_in_one_batch_settle_a_call_once(tmp_path):
     tape.call(tape.session, 400, [error("first"), error("second")])
     path = tape.write()
     assert "duplicate-response" in rules(tape.findings()) and diff(path, path) == []
+
+
+def _closed_early(tape: Synth, version: str = "2025-11-25", resume: bool = False) -> None:
+    """A tools/call whose SSE stream the server closes after its priming event (id 7), before the answer; then, if
+    `resume`, the client's GET with Last-Event-ID: 7, answered with a stream that never brings the answer."""
+    tape.t += 1
+    tape.items.append(records.http_request(tape.t, tape.exchange, 0, "POST", "/mcp", [], [], tape.session, version,
+                                           True, records.body(json.dumps(rpc(9, "tools/call", name="slow")).encode())))
+    tape.items.append(records.http_response(tape.t, tape.exchange, 200, "", [("content-type", "text/event-stream")],
+                                            None, {}))
+    tape.items.append(records.sse_event(tape.t, tape.exchange, sse.Event(id="7", data="", retry=100)))
+    tape.items.append(records.end(tape.t, tape.exchange, records.COMPLETE))
+    tape.exchange += 1
+    if resume:
+        tape.t += 1
+        tape.items.append(records.http_request(tape.t, tape.exchange, 0, "GET", "/mcp", [],
+                                               [("last-event-id", "7")], tape.session, version, True, {}))
+        tape.items.append(records.http_response(tape.t, tape.exchange, 200, "",
+                                                [("content-type", "text/event-stream")], None, {}))
+        tape.items.append(records.end(tape.t, tape.exchange, records.COMPLETE))
+        tape.exchange += 1
+
+
+def test_a_stream_the_server_closed_for_resumption_and_never_resumed_is_the_clients_to_resume(tmp_path):
+    tape = Synth(tmp_path / "t.mcptape")
+    _closed_early(tape)
+    found = tape.findings()
+    assert rules(found) == ["no-resume-after-close"]
+    assert by_rule(found, "no-resume-after-close")["blames"] == "client"
+
+
+def test_a_resumed_stream_that_never_brings_the_answer_is_the_servers(tmp_path):
+    tape = Synth(tmp_path / "t.mcptape")
+    _closed_early(tape, resume=True)
+    found = tape.findings()
+    assert rules(found) == ["unanswered-request"] and by_rule(found, "unanswered-request")["blames"] == "server"
+
+
+def test_before_2025_11_25_a_server_closing_the_stream_early_leaves_the_request_unanswered(tmp_path):
+    tape = Synth(tmp_path / "t.mcptape", start=False)
+    request_id = next(tape.ids)
+    tape.post(rpc(request_id, "initialize", protocolVersion="2025-06-18"), None,
+              reply=result(request_id, {"protocolVersion": "2025-06-18"}), new_session="s1")
+    tape.session = "s1"
+    _closed_early(tape, version="2025-06-18")
+    assert rules(tape.findings()) == ["unanswered-request"]

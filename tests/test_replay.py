@@ -9,6 +9,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import anyio
 import pytest
@@ -472,3 +473,22 @@ def test_edits_parsed_once_drive_two_editors_and_two_replays_independently(demo_
             answer = post(url, call(3, "add", {"a": 2, "b": 3}), sessions[url])[2][-1]
             urls.append(answer["result"]["structuredContent"])
     assert urls == [{"result": 5}, {"result": 5}]
+
+
+def test_a_session_the_recorded_server_refused_stays_dead_in_the_replay():
+    """The tape's server refused the session (a 404 once it expired): a replayed client that meets that 404 has a
+    dead session from then on, so its DELETE gets the recorded server's 404, not 200 from mcptape (which check
+    would then blame on the server)."""
+    tape = str(Path(__file__).parent.parent / "cassettes" / "expired-session-404.mcptape")
+    search = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "search", "arguments": {"query": "mcp"}}}
+    with replaying(tape) as url:
+        _, headers, _ = post(url, INIT)
+        session = headers["mcp-session-id"]
+        assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+        assert post(url, {**search, "id": 2}, session)[0] == 200
+        assert post(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session)[0] == 200
+        assert post(url, {**search, "id": 4}, session)[0] == 404  # as recorded: the session had expired
+        delete = urllib.request.Request(url, method="DELETE", headers={**HEADERS, "Mcp-Session-Id": session})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(delete)
+        assert refused.value.code == 404

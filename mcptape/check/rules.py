@@ -21,7 +21,8 @@ SEVERITIES = ("error", "warning", "info")
 # `dir`: the request's direction for a finding about a call, the record's for one about a message).
 CLIENT, SERVER, NONE, SENDER, RECEIVER = "client", "server", "none", "sender", "receiver"
 BLAMES = {
-    "unanswered-request": RECEIVER, "capture-incomplete": NONE, "cancelled-without-response": NONE,
+    "unanswered-request": RECEIVER, "no-resume-after-close": SENDER, "capture-incomplete": NONE,
+    "cancelled-without-response": NONE,
     "dangling-stream": RECEIVER, "response-after-cancel": NONE, "request-after-close": NONE,
     "dead-session-reuse": CLIENT, "no-reinitialize": CLIENT, "wrong-status-for-dead-session": SERVER,
     "dead-id-reuse": NONE,  # the spec promises nothing of a tool's own ids: it is said, not blamed
@@ -127,6 +128,12 @@ class Calls(Observer):
                              f"the {sender} sent this request after the {receiver} had left (record {left}: "
                              f"{_CLOSED[call.dir]}): nobody was there to answer it", spec.STDIO_SHUTDOWN)
             return
+        if self._left_unresumed(call):
+            yield about_call("no-resume-after-close", "warning", call,
+                             f"the server closed this request's SSE stream after event {call.exchange.last_sse_id!r}, "
+                             f"before its answer, as 2025-11-25 allows; the client never resumed it (a GET with "
+                             f"Last-Event-ID), so the answer never came", spec.RESUME)
+            return
         ended = self._ended(call)
         if ended:
             yield about_call("unanswered-request", "error", call,
@@ -135,6 +142,16 @@ class Calls(Observer):
         else:
             yield about_call("capture-incomplete", "info", call,
                              "still waiting for an answer when the recording ended", spec.CAPTURE)
+
+    @staticmethod
+    def _left_unresumed(call: Call) -> bool:
+        """A POST's stream the server closed cleanly after an event id, in a revision that lets it (2025-11-25), the
+        session still alive, and no GET of the client resuming from that id: the answer waits on the client."""
+        session, ex = call.session, call.exchange
+        return (session.transport == STREAMABLE and call.dir == records.C2S and ex is not None
+                and ex.method == "POST" and ex.end == records.COMPLETE and ex.last_sse_id is not None
+                and session.version == "2025-11-25" and (session.dead is None or session.dead.kind == DELETED)
+                and ex.last_sse_id not in session.resumed)
 
     @staticmethod
     def _ended(call: Call) -> str | None:

@@ -42,6 +42,9 @@ ACCEPTED_202 = ('2025-11-25 Transports › Streamable HTTP › Sending Messages 
 GET_STREAM = ('2025-11-25 Transports › Streamable HTTP › Listening for Messages from the Server: "The server MUST NOT '
               'send a JSON-RPC response on the stream unless resuming a stream associated with a previous client '
               'request"')
+RESUME = ('2025-11-25 Transports › Streamable HTTP › Sending Messages to the Server / Resumability: after an event '
+          'with an id the server "MAY close the connection (without terminating the SSE stream)"; to resume, the client '
+          '"SHOULD issue an HTTP GET to the MCP endpoint, and include the Last-Event-ID header"')
 HEADERS_2026 = ('2026-07-28 Transports › Streamable HTTP › Standard headers: servers MUST validate that Mcp-Method and '
                 'Mcp-Name match the body, and MCP-Protocol-Version MUST equal _meta["io.modelcontextprotocol/protocolVersion"]')
 AUTH = '2025-11-25 Basic › Authorization: a 401 or 403 means the request\'s credentials were refused'

@@ -49,6 +49,10 @@ class Answer:
     # sse.event records sent in its course on other streams: the resumption of its dropped stream, and the
     # standalone GET stream's messages that followed it (see _other_streams)
     elsewhere: tuple[dict, ...] = ()
+    # the recorded server refused a session that was gone by then (the model's lifecycle: refused, deleted, or
+    # expired by an edit): a replay that serves this answer ends the live session too, so what the client sends
+    # next meets a dead session, as it did
+    ends_session: bool = False
 
     @property
     def method(self) -> str | None:
@@ -215,6 +219,9 @@ class _Collect(Observer):
         elif kind == records.HTTP_RESPONSE and (answer := self.by_exchange.get(r.get("exchange"))):
             answer.status, answer.headers = r.get("status"), r.get("headers") or []
             answer.body, answer.raw, answer.body_t = r.get("msg"), r.get("raw"), seen.t
+            # the model has read this response already: a refusal of a session it now knows to be gone
+            answer.ends_session = (r.get("status") or 0) >= 400 and seen.session is not None \
+                and seen.session.dead is not None
             if answer.session is None:
                 self._bind(answer, seen)
         elif kind == records.SSE_EVENT and (answer := self.by_exchange.get(r.get("exchange"))):

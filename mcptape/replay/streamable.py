@@ -39,10 +39,7 @@ class Streamable:
             return ex.send(*refusal)
         if req.method == "DELETE":
             if session is not None:
-                session.ended = True
-                if self.editor is not None:
-                    self.editor.ended(session.id)
-                self.end_streams(session.id)
+                self._end(session)
             return ex.send(200, [], b"")
         if req.method == "GET":
             return self._get_stream(ex, session, http.get(req.headers, http.LAST_EVENT_ID))
@@ -61,9 +58,17 @@ class Streamable:
             if self.editor is not None:
                 self.editor.opened(session.id)
         outcome = self.replayer.answer(msg, session, consume=edits.delivers(plan))
-        if session is not None and session.id in self._standalone:
+        if session is not None and outcome.answer is not None and outcome.answer.ends_session:
+            self._end(session)  # the recorded server refused the session here: from now on it is gone
+        elif session is not None and session.id in self._standalone:
             self._release_standalone(session)
         return self._serve(ex, outcome, plan, msg.get("id"), req.headers)
+
+    def _end(self, session: LiveSession) -> None:
+        session.ended = True
+        if self.editor is not None:
+            self.editor.ended(session.id)
+        self.end_streams(session.id)
 
     def end_streams(self, session_id: str) -> None:
         """The session ended (deleted, or expired by an edit): so do its streams, as on a server."""
