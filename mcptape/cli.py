@@ -506,9 +506,10 @@ def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
 
 @main.command()
 @click.argument("tape", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "har"]), required=True,
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "har", "mitm"]), required=True,
               help="json: one document; jsonl: the header line, then one record per line (`mcptape import` reads "
-                   "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes).")
+                   "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes); mitm: a mitmproxy "
+                   "flow file for `mitmweb -r` (HTTP tapes).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (default: stdout).")
 def export(tape, fmt, output):
     """Write a tape in a format other tools read.
@@ -516,6 +517,7 @@ def export(tape, fmt, output):
     \b
     Examples:
       mcptape export run.mcptape --format har -o run.har
+      mcptape export run.mcptape --format mitm -o run.flows && mitmweb -r run.flows
       mcptape export run.mcptape --format json -o run.json
       mcptape export big.mcptape --format jsonl | grep tools/call
     """
@@ -526,14 +528,24 @@ def _export(tape: str, fmt: str, output: str | None) -> None:
     from .tape import json_form
     from .tape.file import Reader
 
-    reader = Reader(tape)
-    if fmt == "har":
-        from . import har
+    from . import har
 
+    reader = Reader(tape)
+    if fmt in ("har", "mitm"):
         try:
-            chunks = [json_form.dumps(har.document(reader), indent=1) + "\n"]
+            if fmt == "har":
+                chunks = [json_form.dumps(har.document(reader), indent=1) + "\n"]
+            else:
+                from io import BytesIO
+
+                from . import flowfile
+
+                out = BytesIO()  # whole before anything is written: a stdio tape is refused first
+                flowfile.write(reader, out)
+                chunks = [out.getvalue()]
         except har.NotHttp as e:
-            raise Failure(f"{tape}: {e}") from None
+            where = "a HAR" if fmt == "har" else "a mitmproxy flow file"
+            raise Failure(f"{tape}: {e} for {where}; export it as json or jsonl") from None
     elif fmt == "json":
         chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
     else:
@@ -614,15 +626,19 @@ def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> st
     return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
 
 
-def _write_output(chunks: Iterable[str], output: str | None) -> None:
-    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout."""
+def _write_output(chunks: Iterable[str | bytes], output: str | None) -> None:
+    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout. Chunks are all
+    text or all bytes."""
     if output is None:
         for chunk in chunks:
             click.echo(chunk, nl=False)
         return
     part = output + ".part"
+    chunks = iter(chunks)
+    first = next(chunks, "")
     try:
-        with open(part, "w", encoding="utf-8") as f:
+        with (open(part, "wb") if isinstance(first, bytes) else open(part, "w", encoding="utf-8")) as f:
+            f.write(first)
             for chunk in chunks:
                 f.write(chunk)
         os.replace(part, output)
@@ -798,6 +814,72 @@ def _replay_summary(replayer, strict: bool) -> None:
         raise SystemExit(1)
 
 
+@main.command()
+@click.argument("tape", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CLIENT [ARGS]...")
+@click.option("--faults", metavar="LIST", help="Comma-separated faults to run (default: every one that applies): "
+                                               "expire-session, session-not-found-401, restart-server, status-429, "
+                                               "status-503, drop, delay, close-stream, reset, malformed, duplicate.")
+@click.option("--at", "at", metavar="LIST", help="Comma-separated positions, any selector of the edit language "
+                                                 "(default: each request after the handshake), e.g. tools/call#2.")
+@click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(0, min_open=True), metavar="S",
+              help="Seconds each run may take; a client still running then is killed with its children (hung).")
+@click.option("--max-runs", default=50, show_default=True, type=click.IntRange(min=1), metavar="N",
+              help="Cap on the runs: positions past it are left out (and the scorecard says so).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N", help="Runs at a time (default: the CPU count).")
+@click.option("--stdio", is_flag=True, help="The client spawns its server from $MCPTAPE_SERVER (implied by {server}).")
+@click.option("--logs", metavar="DIR", type=click.Path(file_okay=False),
+              help="Keep each run's replay log and client output under DIR (default: thrown away).")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
+@click.option("--fail-on", default="failed,hung", show_default=True, metavar="LIST",
+              help="Verdicts that make the exit status 1: comma-separated from surfaced, failed, hung, "
+                   "not-reached; or never.")
+def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on):
+    """Run a client once per fault and position against the tape's replay; score how it recovers.
+
+    The client reaches each run's replay through {url} in its arguments (and $MCPTAPE_URL), or spawns it through
+    {server}, which becomes the stdio replay command's arguments (and $MCPTAPE_SERVER, shell-quoted). Each run is
+    recovered, surfaced, failed (a named protocol fault) or hung; `mcptape gauntlet --format md` renders on GitHub.
+
+    \b
+    Examples:
+      mcptape gauntlet run.mcptape -- python client.py {url}
+      mcptape gauntlet run.mcptape --faults expire-session,drop --at tools/call#1 --timeout 5 -- python client.py {url}
+      mcptape gauntlet run.mcptape --format json -j 4 -- python stdio_client.py {server}
+    """
+    from .gauntlet import Gauntlet, scorecard
+    from .gauntlet.runner import FAILED, HUNG, NOT_REACHED, SURFACED
+    from .tape.file import TapeError
+
+    def split(value: str | None) -> list[str] | None:
+        return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+    verdicts = split(fail_on) or []
+    allowed = (SURFACED, FAILED, HUNG, NOT_REACHED)
+    if verdicts != ["never"] and any(v not in allowed for v in verdicts):
+        raise Failure(f"--fail-on {fail_on!r}: choose from {', '.join(allowed)} (comma-separated), or never")
+    fail_on = () if verdicts == ["never"] else tuple(verdicts)
+    if not command:
+        raise Failure("give the client command after --, with {url} (or {server}) where the replay goes, e.g. "
+                      "mcptape gauntlet run.mcptape -- python client.py {url}")
+    try:
+        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs)
+    except TapeError as e:
+        raise Failure(str(e)) from None
+    except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
+        raise Failure(str(e)) from None
+    if not runner.stdio and not any("{url}" in arg for arg in command):
+        click.echo("mcptape: note: the client command has no {url}: it must read $MCPTAPE_URL", err=True)
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop: kill the runs in flight, then exit
+    try:
+        result = runner.run(jobs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    code = _exit_with(1 if result.failing(fail_on) else 0)
+    click.echo(scorecard.FORMATS[fmt](result, fail_on), nl=False)
+    raise SystemExit(code)
+
+
 class _WithEditReference(click.Command):
     """A command whose help ends with the whole edit language, as written (a pip user has no README)."""
 
@@ -969,15 +1051,20 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
 @click.option("-o", "--output", required=True, metavar="FILE", help="The tape to write.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 def import_(source, output, force):
-    """Turn `mcptape show --format json|jsonl` output back into a tape, losslessly.
+    """Turn a capture into a tape: `mcptape show --format json|jsonl` output (losslessly), a mitmproxy flow file
+    (`mitmdump -w`), or a HAR (browser devtools, `mcptape export --format har`). The kind is read from the file.
+
+    A flow file or HAR goes through the recorder's own capture: MCP exchanges become records, SSE bodies are split
+    into events, other traffic is kept as request line, status and headers, and credentials are redacted. What the
+    capture lacks (per-event times, SSE bodies mitmproxy did not keep) is printed and written into the tape.
 
     \b
-    Example:
+    Examples:
       mcptape import run.json -o run.mcptape
+      mcptape import capture.flows -o capture.mcptape && mcptape check capture.mcptape
+      mcptape import devtools.har -o browser.mcptape
     """
     from .tape import json_form
-    from .tape.file import Writer
-
     from .tape.file import MAGIC
 
     try:
@@ -985,24 +1072,85 @@ def import_(source, output, force):
             data = f.read()
     except OSError as e:
         raise Failure(f"cannot read {source}: {e.strerror}") from None
+    kinds = "a tape's JSON (mcptape show --format json|jsonl), a HAR or a mitmproxy flow file"
     if data.startswith(MAGIC[:7]):
-        raise Failure(f"{source} is already a tape: use it as it is (mcptape show {source}); import reads the JSON "
-                      f"that `mcptape show --format json|jsonl` writes")
+        raise Failure(f"{source} is already a tape: use it as it is (mcptape show {source}); import reads {kinds}")
+    if os.path.exists(output) and not force:
+        raise Failure(f"{output} already exists (add --force to replace it)")
+    if _is_flow_file(data):
+        _import_capture(source, output, force, data, "flows")
+        return
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise Failure(f"{source}: not UTF-8 text (byte {e.start}); import reads the JSON that "
-                      f"`mcptape show --format json|jsonl` writes") from None
+        raise Failure(f"{source}: not UTF-8 text (byte {e.start}) and not a flow file; import reads {kinds}") from None
+    if (har := _har_document(text)) is not None:
+        _import_capture(source, output, force, har, "har")
+        return
     try:
         header, items = json_form.parse_document(text)
     except ValueError as e:
-        raise Failure(f"{source}: {e}") from None
-    if os.path.exists(output) and not force:
-        raise Failure(f"{output} already exists (add --force to replace it)")
+        raise Failure(f"{source}: {e}; import reads {kinds}") from None
+    _write_tape(output, force, header, items)
+    click.echo(f"mcptape: wrote {len(items)} records to {output}", err=True)
+
+
+def _is_flow_file(data: bytes) -> bool:
+    """mitmproxy's flow files are tnetstrings: a length, a colon, then the first flow's dict."""
+    length, colon, _ = data[:12].partition(b":")
+    return bool(colon) and length.isdigit()
+
+
+def _har_document(text: str) -> dict | None:
+    """The HAR a file holds (JSON with a top-level "log" object), or None."""
+    from .wire import jsonrpc
+
+    head = text.lstrip()[:4096]
+    if not head.startswith("{") or '"log"' not in head:
+        return None
+    try:
+        doc = jsonrpc.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
+
+
+def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -> None:
+    from .tape.file import Writer
+
     with Writer(output, header, "force" if force else "new") as writer:
         for item in items:
             writer.write(item)
-    click.echo(f"mcptape: wrote {len(items)} records to {output}", err=True)
+
+
+def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
+    """A flow file's bytes or a HAR document, through the recorder's capture, into a tape."""
+    from . import TOOL
+    from .capture import imported
+    from .redact import Redactor
+    from .tape import records
+
+    redactor = Redactor()
+    items = imported.Records()
+    try:
+        if kind == "flows":
+            from io import BytesIO
+
+            from mitmproxy import exceptions, io
+
+            try:
+                flows = list(io.FlowReader(BytesIO(data)).stream())
+            except exceptions.FlowReadException as e:
+                raise Failure(f"{source}: not a readable mitmproxy flow file: {e}") from None
+            result = imported.from_flows(flows, items, source, redactor)
+        else:
+            result = imported.from_har(data, items, source, redactor)
+    except imported.HarError as e:
+        raise Failure(f"{source}: {e}") from None
+    _write_tape(output, force, records.header(time.time(), TOOL, redactor.describe()), items)
+    for line in result.missing:
+        click.echo(f"mcptape: {source}: {line}", err=True)
+    click.echo(f"mcptape: wrote {result.exchanges} exchanges ({len(items)} records) to {output}", err=True)
 
 
 @main.command()

@@ -47,17 +47,21 @@ def _pairs(pairs: Iterable) -> list[dict]:
     return [{"name": str(name), "value": str(value)} for name, value in pairs or []]
 
 
+def body_bytes(record: dict) -> bytes:
+    """A record's body as bytes: its JSON written out again, or the raw bytes it was kept as."""
+    if "msg" in record:
+        return dumps(record["msg"]).encode()
+    raw = record.get("raw")
+    return raw if isinstance(raw, bytes) else b""
+
+
 def _body(record: dict) -> tuple[str, str | None]:
     """A record's body as HAR text, and "base64" when it had to be encoded."""
-    if "msg" in record:
-        return dumps(record["msg"]), None
-    raw = record.get("raw")
-    if isinstance(raw, bytes):
-        try:
-            return raw.decode("utf-8"), None
-        except UnicodeDecodeError:
-            return base64.b64encode(raw).decode(), "base64"
-    return "", None
+    data = body_bytes(record)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode(), "base64"
 
 
 def _origin(start: dict | None) -> tuple[str, str | None]:
@@ -69,7 +73,9 @@ def _origin(start: dict | None) -> tuple[str, str | None]:
     return "http", None
 
 
-class _Entry:
+class Exchange:
+    """One HTTP exchange of a tape: its request, response head, SSE events (and the stream's bytes), and end."""
+
     def __init__(self, request: dict, origin: tuple[str, str | None]) -> None:
         self.request = request
         self.response: dict | None = None
@@ -79,12 +85,21 @@ class _Entry:
         self.last_t = _seconds(request)
         self.scheme, self.host = origin
 
+    @property
+    def authority(self) -> str:
+        return http.get(self.request.get("headers") or [], "host") or self.host or "localhost"
+
+    @property
+    def target(self) -> str:
+        """The request's path and query, as the client sent it."""
+        query = self.request.get("query") or []
+        return (self.request.get("path") or "/") + (f"?{urlencode([tuple(p) for p in query])}" if query else "")
+
     def to_har(self) -> dict:
         q = self.request
         headers = q.get("headers") or []
-        host = http.get(headers, "host") or self.host or "localhost"
         query = q.get("query") or []
-        url = f"{self.scheme}://{host}{q.get('path') or '/'}" + (f"?{urlencode([tuple(p) for p in query])}" if query else "")
+        url = f"{self.scheme}://{self.authority}{self.target}"
         started = _seconds(q)
         text, encoding = _body(q)
         request = {"method": q.get("method", ""), "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
@@ -129,21 +144,21 @@ class _Entry:
         return entry
 
 
-def entries(items: Iterable[dict]) -> Iterator[dict]:
-    """HAR entries for a tape's records, in request order. Raises NotHttp at the first stdio record."""
+def exchanges(items: Iterable[dict]) -> list[Exchange]:
+    """A tape's HTTP exchanges, in request order. Raises NotHttp at the first stdio record."""
     start: dict | None = None
-    open_: dict[Any, _Entry] = {}
-    done: list[_Entry] = []
+    open_: dict[Any, Exchange] = {}
+    done: list[Exchange] = []
     for record in items:
         kind = record.get("kind")
         if kind in (records.STDIO_LINE, records.STDIO_EXIT, records.STDIO_STDERR, records.STDIO_EOF):
-            raise NotHttp("a stdio tape has no HTTP exchanges for a HAR; export it as json or jsonl")
+            raise NotHttp("a stdio tape has no HTTP exchanges")
         if kind == records.CAPTURE_START:
             start = record
             continue
         exchange = record.get("exchange")
         if kind == records.HTTP_REQUEST:
-            entry = open_[exchange] = _Entry(record, _origin(start))
+            entry = open_[exchange] = Exchange(record, _origin(start))
             done.append(entry)
             continue
         entry = open_.get(exchange)
@@ -158,11 +173,16 @@ def entries(items: Iterable[dict]) -> Iterator[dict]:
             entry.end = record
             del open_[exchange]
     done.sort(key=lambda e: (_seconds(e.request), e.request.get("exchange", 0)))
-    for entry in done:
-        yield entry.to_har()
+    return done
 
 
-def _event(entry: _Entry, record: dict) -> None:
+def entries(items: Iterable[dict]) -> Iterator[dict]:
+    """HAR entries for a tape's records, in request order. Raises NotHttp at the first stdio record."""
+    for exchange in exchanges(items):
+        yield exchange.to_har()
+
+
+def _event(entry: Exchange, record: dict) -> None:
     if isinstance(record.get("raw"), bytes):  # bytes that could not be read as SSE, kept as they passed
         entry.stream.append(record["raw"])
         return

@@ -316,6 +316,8 @@ def _describe(record: Record) -> list[tuple[str, str | None]]:
         source = record.get("source") or {}
         if "stdio" in source:
             return [(f"-- recording started: {' '.join(source['stdio'])}", None)]
+        if "imported" in source:
+            return [(f"-- imported from {source['imported']} ({source.get('format')})", None)]
         return [(f"-- recording started ({', '.join(source.get('modes', [])) or source.get('proxy', '')})", None)]
     if kind == records.EDIT:
         return [(f"edit {'; '.join(record.get('edits') or [])}: {record.get('detail')}", INJECTED)]

@@ -20,12 +20,14 @@ from typing import Optional
 from mitmproxy import ctx, exceptions
 from mitmproxy import http as mhttp
 from mitmproxy.proxy import mode_specs
+from mitmproxy.utils import human
 
 from .. import TOOL, edits
 from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
+from . import mcp_view
 from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
@@ -48,7 +50,7 @@ def _guarded(hook: Callable) -> Callable:
     return wrapper
 
 
-def _headers(headers: mhttp.Headers) -> list[tuple[str, str]]:
+def headers_of(headers: mhttp.Headers) -> list[tuple[str, str]]:
     return [(_text(k), _text(v)) for k, v in headers.fields]
 
 
@@ -59,7 +61,7 @@ def _text(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
-def _content(message: mhttp.Message) -> tuple[bytes, str | None]:
+def content_of(message: mhttp.Message) -> tuple[bytes, str | None]:
     """The body with its Content-Encoding undone, or the raw bytes and why they could not be decoded."""
     try:
         return message.get_content(strict=True) or b"", None
@@ -69,17 +71,35 @@ def _content(message: mhttp.Message) -> tuple[bytes, str | None]:
 
 
 class _Tap:
-    """mitmproxy's stream callable: records each chunk on its way to the client, then lets it go on."""
+    """mitmproxy's stream callable: records each chunk on its way to the client, then lets it go on.
 
-    def __init__(self, stream: SSEStream) -> None:
+    With `keep` (mcptape_store_streamed_bodies), it also keeps what it sent on, up to that many bytes, and puts it
+    on the flow as the response body when the stream ends, before the response hook: mitmweb, `-w` and any addon
+    then see the SSE body. mitmproxy's own store_streamed_bodies does the same for every stream, with no cap."""
+
+    def __init__(self, stream: SSEStream, flow: mhttp.HTTPFlow | None = None, keep: int | None = None) -> None:
         self.stream = stream
+        self.flow, self.keep = flow, keep
+        self.kept: bytearray | None = bytearray() if keep is not None else None
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
             self.stream.record(chunk)
         except Exception as e:
             logger.error(f"mcptape: recording an SSE chunk failed: {type(e).__name__}: {e}")
-        return self.stream.forward(chunk)
+        out = self.stream.forward(chunk)
+        if self.kept is not None:
+            self._keep(out, end=not chunk)
+        return out
+
+    def _keep(self, out: bytes | list[bytes], end: bool) -> None:
+        for part in [out] if isinstance(out, bytes) else out:
+            self.kept += part
+        if len(self.kept) > self.keep:
+            self.kept = None
+            self.flow.comment = f"mcptape: the SSE body passed {human.pretty_size(self.keep)} and was not kept"
+        elif end:
+            self.flow.response.raw_content = bytes(self.kept)
 
 
 class _Discard:
@@ -123,12 +143,14 @@ class Recorder:
         self.capture: HttpCapture | None = None
         self.writer: Writer | None = None
         self.editor: edits.Editor | None = None
+        self.keep: int | None = None  # mcptape_store_streamed_bodies, in bytes
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
         self.failure: str | None = None  # why the last capture stopped writing early, if it did
 
     def load(self, loader) -> None:
+        mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
         loader.add_option("mcptape_tape", Optional[str], None, "Record MCP traffic into this tape (.mcptape).")
         loader.add_option("mcptape_append", bool, False, "Add to an existing tape instead of refusing it.")
         loader.add_option("mcptape_force", bool, False, "Replace an existing tape.")
@@ -143,6 +165,9 @@ class Recorder:
         loader.add_option("mcptape_keep_path", Sequence[str], [],
                           "Never redact this part of every message (JSON pointer, e.g. /result/content/0/text).")
         loader.add_option("mcptape_record_all", bool, False, "Record bodies of non-MCP exchanges too.")
+        loader.add_option("mcptape_store_streamed_bodies", Optional[str], None,
+                          "Keep each recorded SSE body on its flow when its stream ends, up to this size (e.g. 1m), "
+                          "so mitmweb and -w files show it. Off by default: mitmproxy keeps no streamed body.")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
 
@@ -156,6 +181,10 @@ class Recorder:
         except edits.EditError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.editor = edits.Editor(parsed) if parsed else None
+        try:
+            self.keep = human.parse_size(ctx.options.mcptape_store_streamed_bodies)
+        except ValueError as e:
+            raise exceptions.OptionsError(f"mcptape_store_streamed_bodies: {e}") from None
         path = ctx.options.mcptape_tape
         if not path:
             if self.editor is not None:
@@ -194,17 +223,17 @@ class Recorder:
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = _content(flow.request)
+        body, problem = content_of(flow.request)
         self.capture.request(
             flow.id, flow.client_conn.id, flow.request.timestamp_start, flow.request.method,
-            flow.request.path, _headers(flow.request.headers), body, problem,
+            flow.request.path, headers_of(flow.request.headers), body, problem,
         )
 
     def _edit_request(self, flow: mhttp.HTTPFlow) -> float:
         """Decide the edits for a request; answer it ourselves when an edit says so (the server never sees it).
         Returns how long to hold the request before it goes on (a delay on a legacy channel's answer)."""
-        msg = jsonrpc.parse(_content(flow.request)[0]).msg if flow.request.method == "POST" else None
-        session = self.capture.session_of(flow.request.path, _headers(flow.request.headers))
+        msg = jsonrpc.parse(content_of(flow.request)[0]).msg if flow.request.method == "POST" else None
+        session = self.capture.session_of(flow.request.path, headers_of(flow.request.headers))
         plan = self.editor.plan(self.clock(), msg, flow.request.method, session)
         if not plan:
             return 0.0
@@ -254,7 +283,7 @@ class Recorder:
         try:
             stream = self.capture.response_head(
                 flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-                _headers(flow.response.headers), _relocation(flow),
+                headers_of(flow.response.headers), _relocation(flow),
             )
         except Exception as e:
             logger.error(f"mcptape: recording a response head failed: {type(e).__name__}: {e}")
@@ -268,7 +297,7 @@ class Recorder:
               and http.SESSION_ID not in flow.request.headers):
             # a GET stream outside any Streamable HTTP session: a legacy channel, once its endpoint event says so
             stream.edit(edits.ChannelEditor(self._channel_opened))
-        flow.response.stream = _Tap(stream)
+        flow.response.stream = _Tap(stream, flow, self.keep)
 
     def _channel_opened(self, session: str, channel: edits.ChannelEditor) -> None:
         self._channels[session] = channel
@@ -284,7 +313,7 @@ class Recorder:
         """drop: the final response never reaches the client; the request (or its stream) stays open until the
         client gives up or the proxy stops."""
         if not flow.response.stream:
-            self._edited(flow, edits.withhold(jsonrpc.parse(_content(flow.response)[0]).msg))
+            self._edited(flow, edits.withhold(jsonrpc.parse(content_of(flow.response)[0]).msg))
         while not self.stopping and flow.client_conn.timestamp_end is None:
             await asyncio.sleep(0.05)  # mitmproxy has no event for a client leaving while a hook is pending
         if self.capture is not None:
@@ -294,30 +323,25 @@ class Recorder:
 
     @_guarded
     def _record_response(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = (b"", None) if flow.response.stream else _content(flow.response)
+        body, problem = (b"", None) if flow.response.stream else content_of(flow.response)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-            _headers(flow.response.headers), body, problem,
+            headers_of(flow.response.headers), body, problem,
         )
 
     @_guarded
     def error(self, flow: mhttp.HTTPFlow) -> None:
+        tap = flow.response.stream if flow.response is not None else None
+        if isinstance(tap, _Tap) and tap.kept is not None:  # a cut stream: what passed before the cut
+            flow.response.raw_content = bytes(tap.kept)
         self.capture.failed(flow.id, self.clock(), self._reason(flow), flow.error.msg if flow.error else None)
 
     def _reason(self, flow: mhttp.HTTPFlow) -> str:
-        message = (flow.error.msg if flow.error else "").lower()
         if self.stopping:
             return records.PROXY_STOPPED
         if (plan := flow.metadata.get(PLAN)) is not None and plan.reset:
             return records.UPSTREAM_RESET  # what the client saw: the connection went away
-        if "client disconnected" in message:
-            return records.CLIENT_DISCONNECTED
-        upstream = flow.server_conn
-        if upstream.timestamp_tcp_setup is None or (upstream.tls and upstream.timestamp_tls_setup is None):
-            return records.UPSTREAM_UNREACHABLE  # never connected, or the TLS handshake failed
-        if flow.server_conn.timestamp_end is not None or "server" in message or "peer" in message:
-            return records.UPSTREAM_RESET
-        return records.PROXY_ERROR
+        return end_reason(flow)
 
     def done(self) -> None:
         self._close("stopped")
@@ -336,8 +360,21 @@ class Recorder:
             self.writer = None
 
 
+def end_reason(flow: mhttp.HTTPFlow) -> str:
+    """Why a flow ended in an error, in the tape's words, from what mitmproxy knows of its connections."""
+    message = (flow.error.msg if flow.error else "").lower()
+    if "client disconnected" in message:
+        return records.CLIENT_DISCONNECTED
+    upstream = flow.server_conn
+    if upstream.timestamp_tcp_setup is None or (upstream.tls and upstream.timestamp_tls_setup is None):
+        return records.UPSTREAM_UNREACHABLE  # never connected, or the TLS handshake failed
+    if flow.server_conn.timestamp_end is not None or "server" in message or "peer" in message:
+        return records.UPSTREAM_RESET
+    return records.PROXY_ERROR
+
+
 def _request_id(flow: mhttp.HTTPFlow):
-    msg = jsonrpc.parse(_content(flow.request)[0]).msg
+    msg = jsonrpc.parse(content_of(flow.request)[0]).msg
     return msg.get("id") if isinstance(msg, dict) else None
 
 

@@ -66,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "mcptape(tape=None, *, edits=[], ignore=[], upstream=None, command=None, mode=None, "
                    "strict=False): serve a recorded MCP conversation to the test through the `mcptape` fixture "
                    "(tests/cassettes/<module>/<test>.mcptape by default); see mcptape's README.")
+    config.addinivalue_line(
+        "markers", "mcptape_gauntlet(faults=None, at=None, timeout=30): run the test once per fault and position, "
+                   "its tape replayed with that one fault; the `mcptape_gauntlet` fixture classifies each run.")
     env = os.environ.get(ENV_MODE)
     if env and env not in MODES:
         raise pytest.UsageError(f"mcptape: {ENV_MODE}={env!r}: choose from {', '.join(MODES)}")
@@ -99,6 +102,36 @@ def record_mode(config: pytest.Config, marked: str | None) -> str:
 
 def upstream(config: pytest.Config) -> str | None:
     return config.getoption("mcptape_upstream") or os.environ.get(ENV_UPSTREAM) or None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """mcptape_gauntlet: one test id per fault and position (fault@position)."""
+    mark = metafunc.definition.get_closest_marker("mcptape_gauntlet")
+    if mark is None:
+        return
+    from .gauntlet import cells
+    from .tapes import MarkerError
+
+    try:
+        runs = cells(metafunc.definition, mark)
+    except (MarkerError, ValueError) as e:
+        raise pytest.UsageError(f"mcptape: {metafunc.definition.nodeid}: {e}") from None
+    if "mcptape_gauntlet" not in metafunc.fixturenames:
+        raise pytest.UsageError(f"mcptape: {metafunc.definition.nodeid}: the mcptape_gauntlet marker needs the "
+                                f"test to take the mcptape_gauntlet fixture (and mcptape)")
+    metafunc.parametrize("mcptape_gauntlet", runs, ids=[f"{c.fault.name}@{c.at}" for c in runs], indirect=True)
+
+
+@pytest.fixture
+def mcptape_gauntlet(request: pytest.FixtureRequest, mcptape):
+    """This run of the gauntlet: `.fault`, `.at`, `.edit`, and `.classify(exit)` for its verdict and findings."""
+    from .gauntlet import GauntletRun, skip_if_not_applicable
+
+    cell = getattr(request, "param", None)
+    if cell is None:
+        pytest.fail("mcptape: the mcptape_gauntlet fixture needs @pytest.mark.mcptape_gauntlet(...)", pytrace=False)
+    skip_if_not_applicable(cell, mcptape)
+    return GauntletRun(cell, mcptape)
 
 
 @pytest.fixture

@@ -218,6 +218,11 @@ class Deck:
                 marked = specs(item)
             except MarkerError as e:
                 pytest.fail(f"mcptape: {e}", pytrace=False)
+        cell = getattr(item, "callspec", None) and item.callspec.params.get("mcptape_gauntlet")
+        if cell is not None:  # a gauntlet run: the test's first tape carries its fault
+            from .gauntlet import with_edit
+
+            marked = [with_edit(marked[0], cell), *marked[1:]]
         self.tapes: list[Tape] = []
         try:
             for n, spec in enumerate(marked):

@@ -1,0 +1,91 @@
+"""A tape's HTTP exchanges as a mitmproxy flow file, which `mitmweb -r` and `mitmproxy -r` open: one HTTPFlow per
+exchange, in request order (har.exchanges groups the records, for both formats), with the times the tape holds.
+
+An SSE response becomes the whole stream as its body (the events written out again, in the order they passed), so
+mitmweb shows it through the MCP contentview. An exchange that did not end complete gets mitmproxy's own `error`
+(why it ended), and one an edit changed says so in the flow's comment. Bodies are the JSON the tape holds, written
+out again (a tape keeps parsed JSON, not its bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+from urllib.parse import urlsplit
+
+from mitmproxy import connection, io
+from mitmproxy import flow as mflow
+from mitmproxy import http as mhttp
+
+from . import har
+from .tape import records
+
+LOOPBACK = ("127.0.0.1", 0)  # a tape does not keep the client's address
+
+
+def _headers(pairs) -> mhttp.Headers:
+    return mhttp.Headers([(str(k).encode(), str(v).encode()) for k, v in pairs or []])
+
+
+def _set_body(message: mhttp.Message, body: bytes) -> None:
+    """The tape holds bodies decoded: encode them again where the headers say they were encoded on the wire."""
+    if message.headers.get("content-encoding"):
+        message.set_content(body)
+    else:
+        message.raw_content = body
+
+
+def _split_host(authority: str, scheme: str) -> tuple[str, int]:
+    split = urlsplit(f"//{authority}")
+    try:
+        port = split.port
+    except ValueError:  # a Host header that names no port we could connect to
+        port = None
+    return split.hostname or "localhost", port or (443 if scheme == "https" else 80)
+
+
+def _flow(exchange: har.Exchange, clients: dict) -> mhttp.HTTPFlow:
+    q = exchange.request
+    started = har._seconds(q)
+    host, port = _split_host(exchange.authority, exchange.scheme)
+    client = clients.setdefault(q.get("conn"), connection.Client(peername=LOOPBACK, sockname=LOOPBACK,
+                                                                 timestamp_start=started))
+    server = connection.Server(address=(host, port), timestamp_start=started, timestamp_tcp_setup=started)
+    flow = mhttp.HTTPFlow(client, server)
+    flow.timestamp_created = started
+    flow.request = mhttp.Request(host, port, str(q.get("method", "")).encode(), exchange.scheme.encode(), b"",
+                                 exchange.target.encode(), b"HTTP/1.1", _headers(q.get("headers")), None, None,
+                                 started, started)
+    _set_body(flow.request, har.body_bytes(q))
+    r = exchange.response
+    if r is not None:
+        flow.response = mhttp.Response(b"HTTP/1.1", int(r.get("status", 0)), str(r.get("reason") or "").encode(),
+                                       _headers(r.get("headers")), None, None, har._seconds(r, started),
+                                       exchange.last_t)
+        _set_body(flow.response, b"".join(exchange.stream) if exchange.stream else har.body_bytes(r))
+    end = exchange.end or {}
+    if end.get("reason") != records.COMPLETE:
+        reason = end.get("reason", "not ended in the tape")
+        flow.error = mflow.Error(str(end.get("detail") or reason), har._seconds(end, exchange.last_t))
+    notes = [f"mcptape exchange {q.get('exchange')}, ended {end.get('reason', 'not ended in the tape')}"]
+    if any(x.get("injected") for x in (q, r or {}, *exchange.events, end)):
+        notes.append("an mcptape edit changed what the client got")
+    flow.comment = "; ".join(notes)
+    return flow
+
+
+def flows(items: Iterable[dict]) -> Iterator[mhttp.HTTPFlow]:
+    """A tape's exchanges as flows, in request order. Raises har.NotHttp for a stdio tape."""
+    clients: dict = {}
+    for exchange in har.exchanges(items):
+        yield _flow(exchange, clients)
+
+
+def write(items: Iterable[dict], out: BinaryIO) -> int:
+    """Write the flows; returns how many."""
+    writer = io.FlowWriter(out)
+    n = 0
+    for flow in flows(items):
+        writer.add(flow)
+        n += 1
+    return n

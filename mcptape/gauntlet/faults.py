@@ -1,0 +1,107 @@
+"""The gauntlet's fault catalogue: each fault a tape can carry, as an edit of the edit language, where it applies,
+and what a client that recovers from it does, with where that expectation comes from.
+
+The expectations are data the runner reads (`expects`), and the scorecard prints them beside each fault, so what
+"recovered" means is never only in the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# what a recovered client shows in its log after the fault (runner.py looks for it)
+REINITIALIZE = "reinitialize"  # a new initialize, without the dead session id
+RESUME = "resume"  # a GET with Last-Event-ID
+RETRY_AFTER = "retry-after"  # the same request again, no sooner than Retry-After
+RESEND = "resend"  # the same request again
+CANCEL = "cancel"  # notifications/cancelled for the request (or, on 2026-07-28, its POST closed)
+GO_ON = "go-on"  # nothing more than carrying on: the rest of the conversation as recorded
+
+SESSION_CLAUSE = ("MCP 2025-03-26+ Streamable HTTP, Session Management: \"When a client receives HTTP 404 in response "
+                  "to a request containing an Mcp-Session-Id, it MUST start a new session by sending a new "
+                  "InitializeRequest without a session ID attached.\"")
+TIMEOUT_CLAUSE = ("MCP Lifecycle, Timeouts: when no response arrives in time \"the sender SHOULD issue a cancellation "
+                  "notification for that request and stop waiting for a response\"")
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    edit: str  # the edit's text; {at} is the position, {seconds} a delay past the run's timeout
+    expects: str  # one of the evidence kinds above
+    recovered: str  # what counts as recovered, in words
+    source: str  # the spec clause, RFC, or "the spec is silent; this is common practice"
+    session: bool = False  # only where sessions exist (Streamable HTTP of 2025-03-26 to 2025-11-25)
+    resumable: bool = False  # only where streams resume (the same era; not legacy HTTP+SSE, not 2026-07-28)
+
+    def text(self, at: str, timeout: float) -> str:
+        return self.edit.format(at=at, seconds=f"{timeout * 2 + 1:g}")
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("expire-session", "expire-session at={at}", REINITIALIZE,
+          "a new initialize after the 404, then the rest of the conversation as recorded", SESSION_CLAUSE,
+          session=True),
+    Fault("session-not-found-401", "expire-session status=401 body=\"Session not found\" at={at}", REINITIALIZE,
+          "a new initialize after the 401 that names the session, then the rest as recorded",
+          "the spec is silent (it says 404); this is common practice: servers that answer a dead session with "
+          "401 \"Session not found\" are met in the field, and clients treat it as the 404", session=True),
+    Fault("restart-server", "restart-server at={at}", REINITIALIZE,
+          "a new initialize after every session died at once, then the rest as recorded", SESSION_CLAUSE,
+          session=True),
+    Fault("status-429", "status code=429 at={at}", RETRY_AFTER,
+          "the same request again, no sooner than the Retry-After the 429 carried, then the rest as recorded",
+          "RFC 6585 §4 (429 Too Many Requests) and RFC 9110 §10.2.3 (Retry-After: how long to wait before a "
+          "follow-up request)"),
+    Fault("status-503", "status code=503 at={at}", RETRY_AFTER,
+          "the same request again, no sooner than the Retry-After the 503 carried, then the rest as recorded",
+          "RFC 9110 §15.6.4 (503 is temporary) and §10.2.3 (Retry-After)"),
+    Fault("drop", "drop at={at}", CANCEL,
+          "the client gives up on the request in time, cancels it, and carries on with the rest as recorded",
+          TIMEOUT_CLAUSE),
+    Fault("delay", "delay seconds={seconds} at={at}", CANCEL,
+          "the response comes after the run's timeout: the client cancels the request in time and carries on",
+          TIMEOUT_CLAUSE),
+    Fault("close-stream", "close-stream after=0 at={at}", RESUME,
+          "a GET with Last-Event-ID that resumes the cut stream, then the rest as recorded",
+          "MCP 2025-03-26+ Streamable HTTP, Resumability and Redelivery: the client \"SHOULD issue an HTTP GET to "
+          "the MCP endpoint, and include the Last-Event-ID header\"", resumable=True),
+    Fault("reset", "reset at={at}", RESEND,
+          "the request sent again on a new connection, then the rest as recorded",
+          "the spec is silent; this is common practice (a request cut off before any answer is retried)"),
+    Fault("malformed", "malformed at={at}", GO_ON,
+          "the bad response is refused as an error for that request, and the client carries on as recorded",
+          "JSON-RPC 2.0 §5 (a response is a JSON object); the spec is silent on the client's recovery; this is "
+          "common practice"),
+    Fault("duplicate", "duplicate at={at}", GO_ON,
+          "the second copy of the response is ignored and the client carries on as recorded",
+          "JSON-RPC 2.0 §5 (one response per request); the spec is silent on the client's recovery; this is "
+          "common practice"),
+)
+BY_NAME = {fault.name: fault for fault in FAULTS}
+
+
+def pick(names: list[str] | None) -> list[Fault]:
+    """The faults named (all of them when none are), in catalogue order; ValueError names an unknown one."""
+    if not names:
+        return list(FAULTS)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown fault {unknown[0]!r} (choose from {', '.join(BY_NAME)})")
+    return [f for f in FAULTS if f.name in names]
+
+
+def not_applicable(fault: Fault, *, session_era: bool, legacy: bool, stdio: bool) -> str | None:
+    """Why the fault cannot happen to this client on this tape, or None when it can."""
+    from ..edits import EditError, check_transport, parse
+
+    if fault.session and not session_era:
+        return ("legacy HTTP+SSE has no session-expiry signal" if legacy
+                else "no sessions: the tape's traffic is stateless")
+    if fault.resumable and (legacy or not session_era):
+        return "streams of this era do not resume (no Last-Event-ID)"
+    try:
+        check_transport([parse(fault.text("tools/call#1", 1))], stdio=stdio, legacy=legacy)
+    except EditError as e:
+        return str(e).partition(": ")[2] or str(e)
+    return None

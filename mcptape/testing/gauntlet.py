@@ -1,0 +1,91 @@
+"""The gauntlet in pytest: `@pytest.mark.mcptape_gauntlet(faults=[…], at=[…])` runs a test the user already has
+once per (fault, position), its tape replayed with that one fault; the `mcptape_gauntlet` fixture classifies the
+run as `mcptape gauntlet` does, from how the test's client ended and the findings that blame it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+
+from ..gauntlet import DEFAULT_TIMEOUT
+from ..gauntlet.faults import Fault, not_applicable, pick
+from ..gauntlet.runner import HUNG, Run, classify, recorded_requests
+
+OPTIONS = ("faults", "at", "timeout")
+
+
+@dataclass(frozen=True)
+class Cell:
+    fault: Fault
+    at: str
+    timeout: float
+
+    @property
+    def edit(self) -> str:
+        return self.fault.text(self.at, self.timeout)
+
+
+def cells(definition, mark: pytest.Mark) -> list[Cell]:
+    """The runs the marker asks for: each fault (default all) at each position (default each request after the
+    handshake, read from the test's tape)."""
+    from ..edits import EditError, parse
+    from .tapes import MarkerError, specs
+
+    unknown = sorted(set(mark.kwargs) - set(OPTIONS))
+    if unknown or mark.args:
+        raise MarkerError(f"mcptape_gauntlet takes {', '.join(f'{o}=' for o in OPTIONS)} only")
+    faults = pick(list(mark.kwargs.get("faults") or ()))
+    at = list(mark.kwargs.get("at") or ())
+    timeout = float(mark.kwargs.get("timeout", DEFAULT_TIMEOUT))
+    if not at:
+        from ..gauntlet import positions
+        from ..replay.recorded import load
+
+        tape = specs(definition)[0].path
+        try:
+            at = positions(load(tape))
+        except (OSError, ValueError) as e:
+            raise MarkerError(f"mcptape_gauntlet: no at= given and the tape cannot be read for positions: {e}")
+    try:
+        for selector in at:
+            parse(f"drop at={selector}")
+    except EditError as e:
+        raise MarkerError(str(e)) from None
+    return [Cell(f, a, timeout) for f in faults for a in at]
+
+
+def with_edit(spec, cell: Cell):
+    from ..edits import parse
+
+    return replace(spec, edits=(*spec.edits, parse(cell.edit)))
+
+
+class GauntletRun:
+    """The `mcptape_gauntlet` fixture: the fault and position of this run, and `classify()` for its verdict."""
+
+    def __init__(self, cell: Cell, tape) -> None:
+        self.cell, self.tape = cell, tape
+        self.fault, self.at, self.edit = cell.fault, cell.at, cell.edit
+
+    def classify(self, exit: int | None = 0) -> Run:
+        """The run's verdict (Run.verdict, .why, .findings): `exit` is how the client ended: 0 when it finished,
+        non-zero when it reported an error and stopped, None when it never finished (hung)."""
+        from ..replay.recorded import load
+
+        run = Run(self.fault, self.at, self.edit, exit=exit)
+        if exit is None:
+            run.verdict, run.why = HUNG, "the client did not finish"
+        classify(run, recorded_requests(load(self.tape.path)), self.tape.log_paths())
+        return run
+
+
+def skip_if_not_applicable(cell: Cell, tape) -> None:
+    from ..replay.recorded import load
+    from ..replay.serve import Replayer
+
+    replayer = Replayer(load(tape.path))
+    # over HTTP: a test that then takes mcptape.command gets the one-line refusal of an HTTP-only edit on stdio
+    why = not_applicable(cell.fault, session_era=replayer.session_era, legacy=replayer.legacy, stdio=False)
+    if why:
+        pytest.skip(f"mcptape_gauntlet: {cell.fault.name} does not apply: {why}")
