@@ -49,8 +49,6 @@ PSEUDONYM = re.compile(r"<redacted:[0-9a-f]{12}>")
 # Schemes kept in front of the pseudonym: "Bearer <redacted:…>" still says how the client authenticated.
 _SCHEMES = ("bearer ", "basic ", "digest ", "token ", "negotiate ", "dpop ")
 
-PSEUDONYM = re.compile(r"<redacted:[0-9a-f]{12}>")
-
 # -- sensitive keys in JSON ------------------------------------------------------------------------------------
 # A key is split into words (camelCase, snake_case, kebab-case, dots): it is sensitive when one word, or two
 # neighbours run together, is a credential word. `maxTokens` is not (its word is "tokens"): token counts are data.

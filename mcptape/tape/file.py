@@ -224,11 +224,10 @@ class Reader:
 
 
 def _inside_a_file(path: str) -> bool:
-    """`bug.zip/tapes/x.mcptape`: a name below a file (a bundle) never appears, so following it must not wait."""
-    head = os.path.dirname(path)
-    while head and not os.path.exists(head):
-        head = os.path.dirname(head)
-    return bool(head) and os.path.isfile(head)
+    """`bug.zip/tapes/x.mcptape`: a name inside a bundle never appears on disk, so following it must not wait."""
+    from . import bundled
+
+    return bundled.split(path) is not None
 
 
 def _megabytes(size: int) -> str:
