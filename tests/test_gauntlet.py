@@ -132,7 +132,7 @@ def test_a_stdio_client_gets_a_verdict_under_drop_and_malformed(tape):
 
 def test_the_cli_scorecard_fails_and_its_command_reproduces_the_cell(tape, tmp_path):
     done = subprocess.run([MCPTAPE, "gauntlet", tape, "--faults", "expire-session,drop", "--at", "tools/call#1",
-                           "--timeout", "3", "-j", "2", "--format", "json", "--", *SDK_CLIENT, "{url}"],
+                           "--timeout", "6", "-j", "2", "--format", "json", "--", *SDK_CLIENT, "{url}"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
