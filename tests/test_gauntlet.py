@@ -26,10 +26,11 @@ CLIENT = [sys.executable, str(Path(__file__).with_name("gauntlet_client.py"))]
 SDK_CLIENT = [sys.executable, "-m", "mcptape.demo.client"]  # mode="legacy": the session era, no re-initialize
 
 
-def _record(path: Path, mode: str) -> str:
-    """The demo client's conversation with the SDK demo server, recorded in that client mode."""
+def _record(path: Path, mode: str, *flags: str) -> str:
+    """The demo client's conversation with the SDK demo server (started with `flags`), recorded in that client
+    mode."""
     port = free_port()
-    server = spawn_demo(port)
+    server = spawn_demo(port, *flags)
     try:
         recording = start_recording(f"http://127.0.0.1:{port}/mcp", path)
         try:
@@ -78,6 +79,7 @@ def test_what_applies_follows_the_era_and_the_transport():
 
 def test_positions_are_the_requests_after_the_handshake(tape):
     assert positions(load(tape)) == ["tools/list#1", "tools/call#1", "tools/call#2", "resources/read#1"]
+    assert BY_NAME["close-stream"].text("tools/call#2", 5, after=2) == "close-stream after=2 at=tools/call#2"
 
 
 def test_the_client_command_is_expanded():
@@ -93,6 +95,7 @@ def test_a_stateless_tape_says_the_session_faults_are_not_applicable(tmp_path):
     assert [(r.verdict, r.why) for r in result.runs] == [
         ("n/a", "no sessions: the tape's traffic is stateless"),
         ("n/a", "streams of this era do not resume (no Last-Event-ID)")]
+
 
 
 # -- real clients --------------------------------------------------------------------------------------------------

@@ -169,11 +169,12 @@ class Gauntlet:
                         result.runs.append(run)
             except (Stopped, KeyboardInterrupt):
                 result.stopped = True
-                self.processes.stop()
-                finished = [f.result() for f in futures.values() if f.done() and not f.cancelled()
-                            and f.exception() is None]
+                self.processes.stop()  # the runs in flight end now, without a verdict (run_one gives None)
                 done = {(r.fault.name, r.at) for r in result.runs}
-                result.runs += [r for r in finished if r is not None and (r.fault.name, r.at) not in done]
+                for future in futures.values():
+                    if not future.cancel() and future.exception() is None and (run := future.result()) is not None \
+                            and (run.fault.name, run.at) not in done:
+                        result.runs.append(run)
                 order = {cell: i for i, cell in enumerate((f.name, at) for f, at in cells)}
                 result.runs.sort(key=lambda r: order[(r.fault.name, r.at)])
             finally:

@@ -314,7 +314,7 @@ def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | Non
     it."""
     log = read_logs(logs)
     messages = _messages(log)
-    run.misses = [m for m in _misses(messages) if clean is None or m not in clean.run.misses]
+    run.misses = _misses(messages)
     fired = [r for r in log if r["kind"] == records.EDIT]
     if run.verdict == HUNG:
         if fired:
@@ -413,13 +413,15 @@ def _key(record: dict) -> tuple:
 
 
 def _keys(log: list[dict]) -> dict[int, tuple]:
-    """Each client request's key (_key) with its ordinal among its kind: log index -> key."""
+    """Each client request's key (_key) with its ordinal among its kind in its session: log index -> key. (A
+    client that re-initialized counts its new session's requests afresh, as its clean run's one session did.)"""
     seen: Counter = Counter()
     out = {}
     for i, r in _client_requests(log):
         kind = _key(r)
-        seen[kind] += 1
-        out[i] = (*kind, seen[kind])
+        session = http.get(r.get("headers") or [], http.SESSION_ID)
+        seen[(session, kind)] += 1
+        out[i] = (*kind, seen[(session, kind)])
     return out
 
 

@@ -47,10 +47,13 @@ def _baseline(result: Result) -> list[str]:
 
 
 def _misses(result: Result) -> list[str]:
-    """Every miss of the cells, once, with the cells it happened in."""
+    """Every miss of the cells but those the baseline shows (said there), once, with the cells it happened in."""
     where: dict[str, list[str]] = {}
+    said = set(result.baseline.misses) if result.baseline is not None else set()
     for run in result.runs:
         for miss in run.misses:
+            if miss in said:
+                continue
             where.setdefault(miss, []).append(f"{run.fault.name}@{run.at}")
     return [f"{miss} (in {', '.join(cells[:3])}{', …' if len(cells) > 3 else ''})" for miss, cells in where.items()]
 
