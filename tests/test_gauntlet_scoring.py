@@ -44,9 +44,9 @@ def stateless(tmp_path_factory) -> str:
 def test_1_a_finding_of_the_clean_run_is_the_baseline_not_the_cells(tape):
     result = Gauntlet(tape, [*CLIENT, "{url}", "--strip-header", "mcp-protocol-version"], faults=["duplicate"],
                       at=["tools/call#1"], timeout=30).run(1)
-    assert "protocol-version-mismatch" in {f.rule for f in result.baseline.findings}
     run = cell(result, "duplicate")
     assert run.verdict == "recovered", (run.why, run.findings)
+    assert "protocol-version-mismatch" in {f.rule for f in result.baseline.findings}
     assert any("baseline" in d and d.startswith("protocol-version-mismatch") for d in run.discounted)
 
 
@@ -82,7 +82,8 @@ def test_2_matching_compares_only_the_meta_keys_with_protocol_meaning():
 def test_3_close_stream_cuts_after_an_event_id_so_the_sdk_client_resumes(tape, resumable):
     result = Gauntlet(resumable, [*CLIENT, "{url}"], faults=["close-stream"], at=["tools/call#2"], timeout=30).run(1)
     run = cell(result, "close-stream", "tools/call#2")
-    assert run.verdict == "recovered" and "Last-Event-ID" in run.evidence, (run.why, run.evidence, run.output)
+    assert run.verdict == "recovered", (run.why, run.output)
+    assert "Last-Event-ID" in run.evidence, run.evidence
     plain = Gauntlet(tape, [*CLIENT, "{url}"], faults=["close-stream"], at=["tools/call#2"]).run(1)
     assert cell(plain, "close-stream", "tools/call#2").why == NO_EVENT_IDS
 
@@ -113,8 +114,8 @@ def test_5_the_stdio_replay_is_the_installed_mcptape_whatever_the_current_direct
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["baseline"]["verdict"] == "recovered", report["baseline"]
     assert report["runs"][0]["verdict"] == "surfaced", report["runs"][0]
+    assert report["baseline"]["verdict"] == "recovered", report["baseline"]
 
 
 # A client that gives up on a call by closing its connection, and sends no notifications/cancelled.
