@@ -216,3 +216,42 @@ def test_9_a_request_racing_the_fault_as_in_the_clean_run_is_not_dead_session_re
         assert "late GET: 404" in run.output, run.output  # the GET left on the dead session
         verdicts.append((run.verdict, run.why))
     assert verdicts[0] == verdicts[1] and verdicts[0][0] == "recovered", verdicts
+
+
+# -- the TypeScript SDK client (scoreboard/clients/ts_client.cjs, the SDK the node peers install) -------------------
+
+
+def _ts_client() -> tuple[list[str], dict]:
+    from .node_peers import node_peers
+
+    peers = node_peers()
+    sdk = Path(peers.inspector_cli).parents[4] / "sdk"  # node_modules/@modelcontextprotocol/sdk
+    client = Path(__file__).resolve().parent.parent / "scoreboard" / "clients" / "ts_client.cjs"
+    return [str(peers.node), str(client)], {"MCPTAPE_TS_SDK": str(sdk)}
+
+
+def test_3_and_4_the_typescript_sdk_client_resumes_a_cut_stream_and_is_not_blamed_for_a_malformed_one(resumable,
+                                                                                                    monkeypatch):
+    ts, env = _ts_client()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = Gauntlet(resumable, [*ts, "streamable", "{url}", "--timeout", "3000"], faults=["close-stream", "malformed"],
+                      at=["tools/call#2"], timeout=30).run(2)
+    assert result.baseline.verdict == "recovered", (result.baseline.why, result.baseline.output)
+    resumed = cell(result, "close-stream", "tools/call#2")
+    assert resumed.verdict == "recovered" and "Last-Event-ID" in resumed.evidence, (resumed.why, resumed.output)
+    malformed = cell(result, "malformed", "tools/call#2")
+    assert malformed.verdict != "failed" and not malformed.findings, (malformed.why, malformed.discounted)
+
+
+def test_5_the_typescript_sdk_client_gets_the_installed_stdio_replay(tape, tmp_path, monkeypatch):
+    ts, env = _ts_client()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "mcptape").mkdir()
+    (tmp_path / "mcptape" / "__init__.py").write_text("raise SystemExit('not this one')\n")
+    monkeypatch.chdir(tmp_path)
+    result = Gauntlet(tape, [*ts, "stdio", "--timeout", "2000", "--", "{server}"], faults=["drop"], at=["tools/call#1"],
+                      timeout=30).run(1)
+    assert result.baseline.verdict == "recovered", (result.baseline.why, result.baseline.output)
+    assert cell(result, "drop").verdict == "surfaced", cell(result, "drop")

@@ -147,9 +147,7 @@ class Gauntlet:
             futures: dict = {}
             try:
                 cannot = check_stdio_replay(self.tape, root / "000-preflight") if self.stdio else None
-                clean = run_one(self, CLEAN, "", root / "000-clean") if cannot is None else None
-                if cannot is not None:
-                    clean = Run(CLEAN, "", "", ERROR, cannot)
+                clean = Run(CLEAN, "", "", ERROR, cannot) if cannot else run_one(self, CLEAN, "", root / "000-clean")
                 result.baseline = clean
                 if clean.verdict != ERROR:
                     self.baseline = baseline(clean)

@@ -319,14 +319,14 @@ def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | Non
     if run.verdict == HUNG:
         if fired:
             run.evidence = _after(fired[0], log)
-            run.findings = _counted(run, fired[0], log, logs, clean)
+            run.findings = _counted(run, log, logs, clean)
         return
     if not fired:
         run.verdict, run.why = NOT_REACHED, f"the client never sent what at={run.at} selects: the fault never fired"
         _note_misses(run)
         return
     run.evidence = _after(fired[0], log)
-    run.findings = _counted(run, fired[0], log, logs, clean)
+    run.findings = _counted(run, log, logs, clean)
     if run.findings:
         run.verdict = FAILED
         run.why = ", ".join(dict.fromkeys(f.rule for f in run.findings))
@@ -380,7 +380,7 @@ def _client_findings(logs: list[str]) -> list[Finding]:
         return []
 
 
-def _counted(run: Run, edit: dict, log: list[dict], logs: list[str], clean: Baseline | None) -> list[Finding]:
+def _counted(run: Run, log: list[dict], logs: list[str], clean: Baseline | None) -> list[Finding]:
     """The client's findings the fault caused; the others go to run.discounted with why."""
     counted = []
     baseline_rules = {f.rule for f in clean.findings} if clean is not None else set()
