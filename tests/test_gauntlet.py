@@ -178,8 +178,7 @@ def test_stopping_the_gauntlet_leaves_no_process_behind(tape, tmp_path):
     gauntlet = subprocess.Popen([MCPTAPE, "gauntlet", tape, "--faults", "drop,reset,duplicate", "--timeout", "300",
                                  "-j", "2", "--", sys.executable, "-c", client, "{url}"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    started = wait_until(lambda: len(list(tmp_path.iterdir())) >= 2 and list(tmp_path.iterdir()), 60,
-                         "two clients to start")
+    started = wait_until(lambda: list(tmp_path.iterdir()), 60, "the first client (the clean run) to start")
     pids = [int(p) for f in started for p in f.name.split("-")]
     gauntlet.send_signal(signal.SIGTERM)
     assert gauntlet.wait(30) != 0
@@ -192,7 +191,7 @@ def test_stopping_the_gauntlet_leaves_no_process_behind(tape, tmp_path):
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie whose parent is gone is reaped
 
     wait_until(lambda: all(gone(pid) for pid in pids), 10, "every client and child to be gone")
-    assert len(list(tmp_path.iterdir())) == 2  # no client started after the stop
+    assert len(list(tmp_path.iterdir())) == 1  # no client started after the stop
 
 
 # -- in pytest -----------------------------------------------------------------------------------------------------
@@ -216,7 +215,7 @@ def test_the_pytest_marker_runs_a_test_once_per_fault_and_position(pytester, tap
             print("VERDICT", mcptape_gauntlet.fault.name, run.verdict, sorted(f.rule for f in run.findings))
     """)
     result = pytester.runpytest_subprocess("-s", "-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=2, skipped=1)  # close-stream: the tape's streams carry no event ids
     out = result.stdout.str()
     assert "VERDICT expire-session failed ['dead-session-reuse', 'no-reinitialize']" in out
     assert "VERDICT duplicate recovered []" in out
