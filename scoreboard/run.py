@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcptape.capture.recording import start as start_recorder
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 MCPTAPE = str(BIN / "mcptape")
@@ -143,18 +145,13 @@ def record(client: Client, tape: Path, env: dict) -> None:
     try:
         wait_port(port, server)
         path = "/sse" if client.transport == "sse" else "/mcp"
-        rec = subprocess.Popen([MCPTAPE, "record", "--upstream", f"http://127.0.0.1:{port}{path}", "--listen",
-                                "127.0.0.1:0", "-o", str(tape)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+        rec, ready = start_recorder([MCPTAPE, "record", "--upstream", f"http://127.0.0.1:{port}{path}", "--listen",
+                            "127.0.0.1:0", "-o", str(tape)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
         try:
-            url = None
-            while url is None:
-                line = rec.stdout.readline()
-                if not line:
-                    raise RuntimeError(f"mcptape record exited: {rec.stderr.read()}")
-                found = re.search(r"(http://127\.0\.0\.1:\d+\S*)\s*$", line)
-                if found and "point your MCP client" in line:
-                    url = found.group(1)
+            if ready is None:
+                raise RuntimeError(f"mcptape record exited: {rec.stderr.read()}")
+            url = ready["url"]
             argv = [arg.replace("{url}", url) for arg in client.command]
             subprocess.run(argv, env=env, timeout=120, capture_output=True)
         finally:
