@@ -1,5 +1,6 @@
-"""The client-resilience scoreboard: `mcptape gauntlet` against pinned real MCP clients, written to
-docs/scoreboard.md and docs/scoreboard.html from the same data. Not part of the test suite.
+"""The client-resilience scoreboard: the gauntlet against pinned real MCP clients, into docs/scoreboard.md.
+
+Written to docs/scoreboard.md and docs/scoreboard.html from the same data. Not part of the test suite.
 
     scoreboard/run [--quick] [--clients NAME,...] [--work DIR] [--fresh]
 
