@@ -16,7 +16,6 @@ import pytest
 
 from mcptape.gauntlet import Gauntlet, positions
 from mcptape.gauntlet.faults import NO_EVENT_IDS
-from mcptape.replay import match
 from mcptape.replay.recorded import load
 
 from .conftest import MCPTAPE, wait_until
@@ -67,16 +66,6 @@ def test_2_per_run_meta_is_ignored_and_a_per_run_argument_is_a_miss_until_ignore
     assert cell(ignored, "duplicate", "tools/call#2").verdict == "recovered", cell(ignored, "duplicate",
                                                                                    "tools/call#2")
     assert not ignored.baseline.misses
-
-
-def test_2_matching_compares_only_the_meta_keys_with_protocol_meaning():
-    request = {"method": "tools/call", "params": {"name": "add", "_meta": {
-        "progressToken": 7, "x-codex-turn-metadata": {"turn": 3}, "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "dev.mcp/extra": 1, "com.example.mcp/x": 2}}}
-    shaped = match.normalize(request, [])
-    assert shaped["params"]["_meta"] == {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "dev.mcp/extra": 1}
-    assert set(match.normalize(request, [], match_meta=True)["params"]["_meta"]) == {
-        "x-codex-turn-metadata", "io.modelcontextprotocol/protocolVersion", "dev.mcp/extra", "com.example.mcp/x"}
 
 
 def test_3_close_stream_cuts_after_an_event_id_so_the_sdk_client_resumes(tape, resumable):
