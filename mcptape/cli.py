@@ -919,6 +919,8 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, ig
     code = _exit_with(stopped_by[0] if stopped_by else 2 if result.errors else 1 if result.failing(fail_on) else 0)
     try:
         click.echo(scorecard.FORMATS[fmt](result, fail_on), nl=False)
+        if result.errors:
+            click.echo(f"mcptape: {len(result.errors)} run(s) could not be judged: {result.errors[0].why}", err=True)
     except OSError:
         pass  # the terminal is gone (SIGHUP): the exit status still says how it ended
     raise SystemExit(code)

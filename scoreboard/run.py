@@ -257,7 +257,12 @@ def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str, 
            "Python SDK server, with an event store), then run by `mcptape gauntlet` against replays of its own tape, "
            "one fault per run ([docs/gauntlet.md](gauntlet.md) says how a cell is judged). A cell counts only what the "
            "fault caused: findings the client's clean run shows too are its baseline, listed once below.", "",
-           "Pinned: " + ", ".join(f"{k} {v}" for k, v in PINS.items()) + ".", "",
+           "Pinned: " + ", ".join(f"{k} {v}" for k, v in PINS.items()) + ". codex runs `codex exec` with a "
+           "scripted model (a loopback server of ours that speaks just enough of the OpenAI Responses streaming API "
+           "to make it call the MCP tools in order), in a network namespace with loopback only (`unshare -r -n`). "
+           "Every client gets the same timeout and faults; none gets a workaround. `close-stream` is n/a where the "
+           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). No client "
+           "issue tracker is cited: none could be checked from here.", "",
            "| client | language | transport | baseline | " + " | ".join(f"`{f}`" for f in faults) + " |",
            "|---|---|---|---|" + "---|" * len(faults)]
     for res in results:
