@@ -103,6 +103,26 @@ def clients() -> list[Client]:
     return out
 
 
+def install() -> None:
+    """What the clients need, from the package registries, into caches outside the repository (once)."""
+    npm = CACHE / "npm"
+    if not (npm / "node_modules" / "@openai" / "codex").exists() or not (npm / "node_modules" / "mcp-remote").exists():
+        npm.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(npm), "mcp-remote@0.15.1",
+                        "@openai/codex@0.128.0"], check=False, timeout=900, capture_output=True)
+    venv = CACHE / "fastmcp-venv"
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=False, timeout=300)
+    if subprocess.run([str(venv / "bin" / "python"), "-c", "import fastmcp"], capture_output=True).returncode:
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "fastmcp==4.1.6"],
+                       check=False, timeout=900, capture_output=True)
+    if _node_install() is None:  # Node 22, the TypeScript SDK and the Inspector, as the tests install them
+        sys.path.insert(0, str(ROOT))
+        from tests.node_peers import _node_peers
+
+        _node_peers()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -351,6 +371,7 @@ def main() -> None:
     p.add_argument("--fresh", action="store_true", help="run every client again")
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--out", default=str(ROOT / "docs" / "scoreboard.md"))
+    p.add_argument("--no-install", action="store_true", help="run only the clients already installed")
     p.add_argument("--inside", help=argparse.SUPPRESS)  # one isolated client, already in its namespace
     a = p.parse_args()
     work = Path(a.work)
@@ -360,6 +381,8 @@ def main() -> None:
         result = run_client(client, work, a.quick, a.jobs)
         (work / client.name / "inside.json").write_text(json.dumps(result))
         return
+    if not a.no_install:
+        install()
     wanted = set(a.clients.split(",")) if a.clients else None
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
     results, skipped = [], []
