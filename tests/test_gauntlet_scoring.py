@@ -121,8 +121,8 @@ with httpx.Client(timeout=10) as c:
     post(c, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     post(c, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     try:
-        post(c, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}},
-             timeout=1)
+        post(c, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                 "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}, timeout=1)
     except httpx.TimeoutException:
         sys.exit("gave up on tools/call")
 """
@@ -224,8 +224,8 @@ def test_3_and_4_the_typescript_sdk_client_resumes_a_cut_stream_and_is_not_blame
     ts, env = _ts_client()
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    result = Gauntlet(resumable, [*ts, "streamable", "{url}", "--timeout", "3000"], faults=["close-stream", "malformed"],
-                      at=["tools/call#2"], timeout=30).run(2)
+    result = Gauntlet(resumable, [*ts, "streamable", "{url}", "--timeout", "3000"],
+                      faults=["close-stream", "malformed"], at=["tools/call#2"], timeout=30).run(2)
     assert result.baseline.verdict == "recovered", (result.baseline.why, result.baseline.output)
     resumed = cell(result, "close-stream", "tools/call#2")
     assert resumed.verdict == "recovered" and "Last-Event-ID" in resumed.evidence, (resumed.why, resumed.output)

@@ -28,7 +28,8 @@ def _events(body: dict) -> list[dict]:
     items = body.get("input") or []
     done = sum(1 for item in items if isinstance(item, dict) and item.get("type") == "function_call_output")
     # codex offers an MCP server's tools as a namespace ("mcp__demo__") of functions; a call names both
-    spaces = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "namespace"]
+    spaces = [t.get("name", "") for t in body.get("tools") or []
+              if isinstance(t, dict) and t.get("type") == "namespace"]
     space = next((x for x in spaces if "demo" in x), "mcp__demo__")
     n = len([i for i in items if isinstance(i, dict) and i.get("type") == "function_call"])
     if done < len(SCRIPT):

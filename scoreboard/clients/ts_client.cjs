@@ -28,7 +28,7 @@ async function main() {
   }
   const client = new Client({ name: "mcptape-scoreboard", version: "1" });
   const options = timeout ? { timeout } : undefined;
-  await client.connect(transport, options);
+  await client.connect(transport);  // the handshake at the SDK's own timeout: the faults come after it
   await client.listTools(undefined, options);
   await client.callTool({ name: "add", arguments: { a: 2, b: 3 } }, undefined, options);
   await client.callTool({ name: "countdown", arguments: { steps: 3 } }, undefined, { ...options, onprogress: () => {} });
