@@ -339,7 +339,8 @@ def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | Non
         return
     expected = recorded if clean is None else Counter({m: min(n, clean.asked[m]) for m, n in recorded.items()})
     missing = _left_out(expected, messages)
-    if evidence is None and run.exit == 0 and not missing and not run.misses:
+    new_misses = [m for m in run.misses if clean is None or m not in clean.run.misses]  # the clean run's are its own
+    if evidence is None and run.exit == 0 and not missing and not new_misses:
         run.verdict, run.why = RECOVERED, "as expected: " + run.fault.recovered
         return
     run.verdict = SURFACED
