@@ -145,8 +145,8 @@ def test_bad_input_is_one_line(tmp_path):
     one_line_error(run_mcptape("report", tape, "-o", str(tmp_path / "no" / "r.md")), "cannot write")
 
 
-def test_the_readme_examples_run_as_written(real_tapes, tmp_path):
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+def test_the_docs_examples_run_as_written(real_tapes, tmp_path):
+    readme = (Path(__file__).parent.parent / "docs" / "reports.md").read_text()
     section = readme.split("## Reports, exports and bundles", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     shutil.copy(real_tapes["session"], tmp_path / "run.mcptape")
