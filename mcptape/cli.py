@@ -135,6 +135,18 @@ def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, 
     return Editor(edits)
 
 
+def _reach(editor, tape: str) -> list[str]:
+    """The edits checked against the tape before they run (edits.reach): one that cannot fire is refused."""
+    from .edits import EditError, reach
+    from .replay.recorded import load
+    from .replay.serve import sent
+
+    try:
+        return reach(editor.edits, sent(load(tape)))
+    except EditError as e:
+        raise Failure(str(e)) from None
+
+
 def _warn_unfired(editor) -> None:
     for warning in editor.unfired() if editor is not None else []:
         click.echo(f"mcptape: warning: {warning}", err=True)
@@ -756,6 +768,8 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
         replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
+    for warning in replayer.warnings:
+        click.echo(f"mcptape: warning: {warning}", err=True)
     _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
     if log and os.path.exists(log) and not force:
         raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
@@ -868,6 +882,8 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
         raise Failure(str(e)) from None
     except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
         raise Failure(str(e)) from None
+    for warning in runner.warnings:
+        click.echo(f"mcptape: warning: {warning}", err=True)
     if not runner.stdio and not any("{url}" in arg for arg in command):
         click.echo("mcptape: note: the client command has no {url}: it must read $MCPTAPE_URL", err=True)
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop: kill the runs in flight, then exit
@@ -911,6 +927,8 @@ def edits_(tape, edit, edits_file):
         reader = Reader(tape)
         stdio = any(r.get("kind") == records.STDIO_LINE for r in Reader(tape))
         editor = _editor(edit, edits_file, stdio=stdio)
+        for warning in _reach(editor, tape):
+            click.echo(f"mcptape: warning: {warning}", err=True)
         for seq, record, plan in dry_run(editor, reader):
             where = record.get("method", "") + " " if record.get("kind") == records.HTTP_REQUEST else ""
             what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""
