@@ -29,9 +29,18 @@ class Failure(click.ClickException):
 
 
 class _Group(click.Group):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's first sentence whole, wrapped, where click would cut it at the line's end."""
+        rows = [(name, self.get_command(ctx, name).get_short_help_str(limit=1000)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl([row for row in rows if not self.get_command(ctx, row[0]).hidden])
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # click's own three lines (usage, try --help, error) as our one
+            command = e.ctx.command_path if e.ctx else "mcptape"
+            raise Failure(f"{e.format_message().rstrip('.')}, in {command}: see {command} --help") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except BrokenPipeError:
@@ -612,7 +621,11 @@ def check(tapes, fmt, fail_on, require_redacted, colour):
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
         if fmt == "json" and require_redacted:
-            doc["unredacted"] = [{"tape": tape, "record": number, "pointer": where, "rule": rule}
+            # `pointer` is always a JSON pointer: a tape whose header says it was not redacted points at the
+            # header's /redaction (record null), with the reason in words under `detail`
+            doc["unredacted"] = [{"tape": tape, "record": number, "rule": rule,
+                                  **({"pointer": where} if where.startswith("/") else
+                                     {"pointer": "/redaction", "detail": where})}
                                  for tape, number, where, rule in unredacted]
         elif unredacted:
             for tape, number, where, rule in unredacted:
