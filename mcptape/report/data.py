@@ -33,6 +33,7 @@ class _Watch(Observer):
         self.ends: Counter = Counter()
         self.exits: list[dict] = []
         self.exchanges: list[dict] = []  # refused or DELETE HTTP exchanges that carried no JSON-RPC call
+        self._refused_at: dict[int, int] = {}  # an exchange refused by its status -> that response's record
         self.peers: dict[str, str] = {}
         self.sessions: list[Session] = []
         self.now = 0.0  # the time of the record being read: a call settled now was answered now
@@ -69,7 +70,11 @@ class _Watch(Observer):
         """A GET or DELETE (no call of its own) that was refused or ended a session: a session's life and the
         findings rest on it, so the diagram draws it."""
         ex, status = seen.exchange, response.get("status")
-        if ex is None or isinstance(ex.msg, (dict, list)) or not isinstance(status, int):
+        if ex is None or not isinstance(status, int):
+            return
+        if isinstance(ex.msg, (dict, list)):
+            if status >= 400:  # a call refused by status: its answer is this record (the call settles with it)
+                self._refused_at[ex.number] = seen.seq
             return
         if status >= 400 or ex.method == "DELETE":
             self.exchanges.append({"tape": seen.tape, "record": ex.seq, "response_record": seen.seq,
@@ -98,11 +103,13 @@ class _Watch(Observer):
             outcome = f"HTTP {call.rejected_status}"
         elif call.cancel is not None:
             outcome = "cancelled"
+        refused_at = self._refused_at.pop(call.exchange.number, None) if call.exchange is not None else None
         self._peers(call, response)
         t = _seconds(call.t, self.now)
         self.calls.append({
             "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
-            "name": _name(call.request), "record": call.seq, "t": t, "response_record": call.response_seq,
+            "name": _name(call.request), "record": call.seq, "t": t,
+            "response_record": call.response_seq if call.response_seq is not None else refused_at,
             "duration_ms": round((self.now - t) * 1000, 3) if call.answered else None,
             "outcome": outcome, "error": error, "status": status, "progress": len(call.progress),
             "injected": call.injected or (call.exchange is not None and call.exchange.injected),

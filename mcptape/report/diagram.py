@@ -26,6 +26,7 @@ class Step:
     frm: str = CLIENT  # an arrow's ends; a note spans frm..to
     to: str = SERVER
     style: str = ""  # arrow: request | answer | error | injected; note: session | edit | finding | summary
+    at: str = ""  # an arrow's record, TAPE#SEQ: the SVG carries it, so a reader (or a test) finds what is drawn
 
 
 def _short(text: str, width: int = LABEL_CHARS) -> str:
@@ -44,22 +45,23 @@ def _call_steps(call: dict) -> tuple[list[Step], list[Step]]:
     frm, to = (CLIENT, SERVER) if call["dir"] == records.C2S else (SERVER, CLIENT)
     ident = "" if call["id"] is None else f" #{call['id']}"
     name = f" {call['name']}" if call.get("name") else ""
-    asked = [Step("arrow", _short(f"{call['method']}{ident}{name}"), frm, to, "request")]
     took = f" ({call['duration_ms']:.0f} ms)" if call["duration_ms"] is not None else ""
     answerer = MCPTAPE if call["injected"] and call["dir"] == records.C2S else to
-    if answerer == MCPTAPE:  # mcptape answered it: the request is drawn reaching mcptape, not the server
-        asked = [Step("arrow", asked[0].text, frm, MCPTAPE, "request")]
+    # mcptape answered it: the request is drawn reaching mcptape, not the server
+    asked = [Step("arrow", _short(f"{call['method']}{ident}{name}"), frm, answerer, "request",
+                  f"{call['tape']}#{call['record']}")]
+    back = f"{call['tape']}#{call['response_record']}" if call["response_record"] is not None else ""
     style = "injected" if answerer == MCPTAPE else "error"
     outcome = call["outcome"]
     if outcome == "result":
         return asked, [Step("arrow", f"result{ident}{took}", answerer, frm,
-                            "injected" if answerer == MCPTAPE else "answer")]
+                            "injected" if answerer == MCPTAPE else "answer", back)]
     if outcome in ("error", "tool error"):
         err = call.get("error") or {}
         said = f" {err.get('code')} {err.get('message')}" if err else ""
-        return asked, [Step("arrow", _short(f"{outcome}{ident}{said}{took}"), answerer, frm, style)]
+        return asked, [Step("arrow", _short(f"{outcome}{ident}{said}{took}"), answerer, frm, style, back)]
     if outcome.startswith("HTTP"):
-        return asked, [Step("arrow", f"{outcome}{ident}", answerer, frm, style)]
+        return asked, [Step("arrow", f"{outcome}{ident}", answerer, frm, style, back)]
     return asked, [Step("note", f"{call['method']}{ident}: {outcome}", to, to, "finding")]  # no answer, cancelled
 
 
@@ -85,9 +87,11 @@ def steps(report: dict) -> list[Step]:
     for x in report.get("exchanges", ()):  # a refused GET, a DELETE: what a session's end rests on
         answerer = MCPTAPE if x["injected"] else SERVER
         style = "injected" if x["injected"] else "error" if x["status"] >= 400 else "answer"
-        events.append((at(x["tape"], x["record"], 1), [Step("arrow", x["method"], CLIENT, answerer, "request")]))
+        events.append((at(x["tape"], x["record"], 1), [Step("arrow", x["method"], CLIENT, answerer, "request",
+                                                            f"{x['tape']}#{x['record']}")]))
         events.append((at(x["tape"], x["response_record"], 1),
-                       [Step("arrow", f"HTTP {x['status']} ({x['method']})", answerer, CLIENT, style)]))
+                       [Step("arrow", f"HTTP {x['status']} ({x['method']})", answerer, CLIENT, style,
+                             f"{x['tape']}#{x['response_record']}")]))
     for s in report["sessions"]:
         for what in ("opened", "dead", "ended", "superseded"):
             step = s[what]
@@ -233,8 +237,9 @@ def svg(report: dict, drawn: list[Step] | None = None) -> str:
         if s.kind == "arrow":
             x1, x2 = x[s.frm], x[s.to]
             dash = ' stroke-dasharray="6 3"' if s.style != "request" else ""
+            at = f' data-at="{escape(s.at)}"' if s.at else ""
             out.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{colour}" stroke-width="1.6"{dash} '
-                       f'marker-end="url(#head-{s.style})"/>')
+                       f'marker-end="url(#head-{s.style})"{at}/>')
             # the label sits between the sender's lifeline and the next one toward the receiver, on a box of its
             # own: an arrow that crosses a lifeline (client to server, past mcptape) never writes over it
             near = x1 + (_COLUMN if x2 > x1 else -_COLUMN)
