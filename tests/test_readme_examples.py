@@ -1,8 +1,8 @@
 """The READMEs' and docs' examples run as written, from a checkout. Run: every line of a ```sh block that names a
 tape in cassettes/, and every line that says how it exits (`# exit N`), in file order, in one scratch folder per file
-(the README's quickstart is tests/test_quickstart.py's), where `cassettes` is the checkout's (so what they write lands there, never among the tapes). A line is expected to
-exit as its comment says, 0 when it says nothing; a replay served over HTTP is started, must print its URL, and
-must stop cleanly on Ctrl-C."""
+(the README's quickstart is tests/peers/test_quickstart.py's), where `cassettes` is the checkout's (so what they
+write lands there, never among the tapes). A line is expected to exit as its comment says, 0 when it says nothing;
+a replay served over HTTP is started, must print its URL, and must stop cleanly on Ctrl-C."""
 
 from __future__ import annotations
 

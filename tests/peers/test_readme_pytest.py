@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .conftest import BIN, free_port, spawn_demo, stop
+from ..conftest import BIN, free_port, spawn_demo, stop
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def example() -> tuple[str, list[str]]:

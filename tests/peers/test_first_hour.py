@@ -12,9 +12,9 @@ from pathlib import Path
 from mcptape.tape import records
 from mcptape.wire import sse
 
-from .conftest import run_mcptape, write_tape
+from ..conftest import run_mcptape, write_tape
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = Path(__file__).resolve().parents[2] / "cassettes"
 
 
 def one_line(done, *says: str) -> str:

@@ -2,7 +2,7 @@
 against the comment beside it (what it prints: fragments in order, `…` between them; `exit N:` its exit status).
 Two liberties, both stated in the README: the fixed ports become free ones (a test never takes a well-known port
 from whatever else runs here), and the first two lines (make a venv, `pip install '.[demo]'`) are the checkout's
-.venv, which tests/test_packaging.py builds from scratch. The wall time is printed (`-s`) and recorded as a
+.venv, which tests/peers/test_packaging.py builds from scratch. The wall time is printed (`-s`) and recorded as a
 property, so a run says how long the quickstart takes a reader's machine."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from .conftest import BIN, free_port, stop
+from ..conftest import BIN, free_port, stop
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SETUP = ("python3 -m venv", "pip install")
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from mcptape import __version__
 
-from .conftest import run_mcptape
+from ..conftest import run_mcptape
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = ROOT / "cassettes"
 
 
