@@ -73,8 +73,8 @@ class _Watch(Observer):
         if ex is None or not isinstance(status, int):
             return
         if isinstance(ex.msg, (dict, list)):
-            if status >= 400:  # a call refused by status: its answer is this record (the call settles with it)
-                self._refused_at[ex.number] = seen.seq
+            if status >= 400 and jsonrpc.kind(ex.msg) == "request":  # a call refused by status: its answer is
+                self._refused_at[ex.number] = seen.seq  # this record (taken when the call settles)
             return
         if status >= 400 or ex.method == "DELETE":
             self.exchanges.append({"tape": seen.tape, "record": ex.seq, "response_record": seen.seq,

@@ -53,3 +53,19 @@ def test_the_pytest_marker_fails_the_test_naming_the_closest_method(pytester):
     result.assert_outcomes(errors=1)  # at setup, before the test body runs
     assert "no MCP revision has the method 'tools/cal', in at=tools/cal#1: did you mean tools/call?" in \
         result.stdout.str()
+
+
+def test_the_pytest_marker_warns_about_a_position_past_the_tape_as_the_test_starts(pytester):
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    (pytester.path / "cassettes" / "test_app").mkdir(parents=True)
+    shutil.copy(EXPIRED, pytester.path / "cassettes" / "test_app" / "test_x.mcptape")
+    pytester.makepyfile(test_app=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.mcptape(edits=["drop at=tools/call#9"])
+        def test_x(mcptape):
+            mcptape.url
+    """))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=2)  # past the tape (at the start), never fired (at the end)
+    assert "at=tools/call#9 is past what the tape recorded (3 tools/call message(s))" in result.stdout.str()
