@@ -66,8 +66,7 @@ def findings(report: dict) -> Iterator[str]:
             call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
                                               if f["request_id"] is not None else None) if x)
             where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
-            injected = "; rests on what mcptape injected (an edit)" if f["injected"] else ""
-            yield f"- **`{f['rule']}`** ({f['severity']}, blames {'the ' + f['blames'] if f['blames'] != 'none' else 'nobody'}{injected}): {text(f['message'])}"
+            yield f"- **`{f['rule']}`** ({story.verdict(f)}): {text(f['message'])}"
             yield f"  - where: {text(where)} at {text(clock(report, f['t']))}" + (f", {text(call)}" if call else "")
             if f["session"]:
                 yield f"  - session: {text(f['session'])}"

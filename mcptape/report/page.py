@@ -62,17 +62,13 @@ def _findings(report: dict) -> list[str]:
     if not report["findings"]:
         out.append('<p>No findings: every rule held.</p>')
     for n, group in enumerate(story.stories(report), 1):
-        worst = min(group, key=lambda f: ("error", "warning", "info").index(f["severity"])
-                    if f["severity"] in ("error", "warning", "info") else 3)["severity"]
-        out += [f'<h3 class="{escape(worst)}">{n}. {escape(story.title(group))}</h3>', '<ul>']
+        out += [f'<h3 class="{escape(story.worst(group)["severity"])}">{n}. {escape(story.title(group))}</h3>', '<ul>']
         for f in group:
-            blames = f'blames the <b>{escape(f["blames"])}</b>' if f["blames"] != "none" else "blames nobody"
-            injected = "; rests on what mcptape injected (an edit)" if f["injected"] else ""
             where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
             call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
                                               if f["request_id"] is not None else None) if x)
             session = f'<li>session: {escape(f["session"])}</li>' if f["session"] else ""
-            out.append(f'<li><code>{escape(f["rule"])}</code> ({escape(f["severity"])}, {blames}{injected}): '
+            out.append(f'<li><code>{escape(f["rule"])}</code> ({escape(story.verdict(f))}): '
                        f'{escape(f["message"])}<ul><li>where: {escape(where)} at {escape(clock(report, f["t"]))}'
                        f'{", " + escape(call) if call else ""}</li>{session}<li>spec: {escape(f["spec"])}</li>'
                        f'</ul></li>')

@@ -21,6 +21,13 @@ def blamed(story: list[dict]) -> str:
     return f"the {' and the '.join(sides)}" if sides else "nobody"
 
 
+def verdict(finding: dict) -> str:
+    """`error, blames the client; rests on what mcptape injected (an edit)`: a finding's weight, in words."""
+    who = f"the {finding['blames']}" if finding["blames"] != "none" else "nobody"
+    return (f"{finding['severity']}, blames {who}"
+            + ("; rests on what mcptape injected (an edit)" if finding["injected"] else ""))
+
+
 def evidence(story: list[dict]) -> list[dict]:
     """The records the story's findings rest on, each once, in tape order."""
     seen: dict[int, dict] = {}
@@ -30,9 +37,14 @@ def evidence(story: list[dict]) -> list[dict]:
     return [seen[k] for k in sorted(seen)]
 
 
+def worst(story: list[dict]) -> dict:
+    """The story's most severe finding (the first of them)."""
+    return min(story, key=lambda f: _RANK.get(f["severity"], 3))
+
+
 def title(story: list[dict]) -> str:
-    worst = min(story, key=lambda f: _RANK.get(f["severity"], 3))["severity"]
-    return f"{worst}: {' + '.join(dict.fromkeys(f['rule'] for f in story))}, blames {blamed(story)}"
+    rules = " + ".join(dict.fromkeys(f["rule"] for f in story))
+    return f"{worst(story)['severity']}: {rules}, blames {blamed(story)}"
 
 
 def headline(report: dict) -> str:
@@ -43,12 +55,13 @@ def headline(report: dict) -> str:
                 f"`mcptape check` held.")
     groups = stories(report)
     first = groups[0]
-    lead = min(first, key=lambda f: _RANK.get(f["severity"], 3))
+    lead = worst(first)
     rules = " and ".join(rule for rule in dict.fromkeys(f["rule"] for f in first))
     said = f"{blamed(first)[0].upper()}{blamed(first)[1:]} is blamed ({rules}): {lead['message'].rstrip('.')}."
     if any(f["injected"] for f in first):
         said += " It rests on what mcptape injected (an edit), not on anything the server sent."
-    more = len(groups) - 1
-    if more:
-        said += f" {more} more finding group(s) below."
+    if len(groups) > 1:  # the other stories, by whom they blame
+        also = [f"{worst(g)['severity']} blaming {blamed(g)} ({', '.join(dict.fromkeys(f['rule'] for f in g))})"
+                for g in groups[1:4]]
+        said += f" Also: {'; '.join(also)}{'; …' if len(groups) > 4 else ''}."
     return said
