@@ -30,9 +30,18 @@ class Failure(click.ClickException):
 
 
 class _Group(click.Group):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's first sentence whole, wrapped, where click would cut it at the line's end."""
+        rows = [(name, self.get_command(ctx, name).get_short_help_str(limit=1000)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl([row for row in rows if not self.get_command(ctx, row[0]).hidden])
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # click's own three lines (usage, try --help, error) as our one
+            command = e.ctx.command_path if e.ctx else "mcptape"
+            raise Failure(f"{e.format_message().rstrip('.')}, in {command}: see {command} --help") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except BrokenPipeError:
@@ -134,6 +143,18 @@ def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, 
     except EditError as e:
         raise Failure(str(e)) from None
     return Editor(edits)
+
+
+def _reach(editor, tape: str) -> list[str]:
+    """The edits checked against the tape before they run (edits.reach): one that cannot fire is refused."""
+    from .edits import EditError, reach
+    from .replay.recorded import load
+    from .replay.serve import sent
+
+    try:
+        return reach(editor.edits, sent(load(tape)))
+    except EditError as e:
+        raise Failure(str(e)) from None
 
 
 def _warn_unfired(editor) -> None:
@@ -619,7 +640,11 @@ def check(tapes, fmt, fail_on, require_redacted, colour):
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
         if fmt == "json" and require_redacted:
-            doc["unredacted"] = [{"tape": tape, "record": number, "pointer": where, "rule": rule}
+            # `pointer` is always a JSON pointer: a tape whose header says it was not redacted points at the
+            # header's /redaction (record null), with the reason in words under `detail`
+            doc["unredacted"] = [{"tape": tape, "record": number, "rule": rule,
+                                  **({"pointer": where} if where.startswith("/") else
+                                     {"pointer": "/redaction", "detail": where})}
                                  for tape, number, where, rule in unredacted]
         elif unredacted:
             for tape, number, where, rule in unredacted:
@@ -775,6 +800,8 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
         replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
+    for warning in replayer.warnings:
+        click.echo(f"mcptape: warning: {warning}", err=True)
     _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
     if log and os.path.exists(log) and not force:
         raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
@@ -887,6 +914,8 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
         raise Failure(str(e)) from None
     except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
         raise Failure(str(e)) from None
+    for warning in runner.warnings:
+        click.echo(f"mcptape: warning: {warning}", err=True)
     if not runner.stdio and not any("{url}" in arg for arg in command):
         click.echo("mcptape: note: the client command has no {url}: it must read $MCPTAPE_URL", err=True)
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop: kill the runs in flight, then exit
@@ -930,6 +959,8 @@ def edits_(tape, edit, edits_file):
         reader = Reader(tape)
         stdio = any(r.get("kind") == records.STDIO_LINE for r in Reader(tape))
         editor = _editor(edit, edits_file, stdio=stdio)
+        for warning in _reach(editor, tape):
+            click.echo(f"mcptape: warning: {warning}", err=True)
         for seq, record, plan in dry_run(editor, reader):
             where = record.get("method", "") + " " if record.get("kind") == records.HTTP_REQUEST else ""
             what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""

@@ -47,6 +47,7 @@ class Row:
     seen: Seen
     methods: frozenset[str]
     start: float | None  # the time of the tape's first record: the timeline's clock runs from it
+    answered: bool = False  # an exchange's end, after the answer to the request it carried: a hang-up is normal
 
     @property
     def seq(self) -> int:
@@ -69,13 +70,21 @@ class _Rows(Observer):
         self.methods = methods  # work out the methods each record concerns (only --method needs them)
         self._asked: dict[tuple, str] = {}  # requests not answered yet -> their method, to name their answers
         self._carried: dict[Any, str] = {}  # open HTTP exchange -> the method of the request it carried
+        self._answered: set[int] = set()  # open HTTP exchanges whose request got its final response
 
     def record(self, seen: Seen, model: Model) -> list[Row]:
         record = seen.record
         t = record.get("t")
         if self.start is None and isinstance(t, (int, float)):
             self.start = t
-        return [Row(seen, self._methods(seen) if self.methods else frozenset(), self.start)]
+        ex = seen.exchange
+        if ex is not None and isinstance(ex.msg, dict) and "id" in ex.msg and isinstance(record.get("msg"), dict) \
+                and record["msg"].get("id") == ex.msg["id"] and "method" not in record["msg"]:
+            self._answered.add(ex.number)
+        answered = ex is not None and record.get("kind") == records.END and ex.number in self._answered
+        if answered:
+            self._answered.discard(ex.number)
+        return [Row(seen, self._methods(seen) if self.methods else frozenset(), self.start, answered)]
 
     def _methods(self, seen: Seen) -> frozenset[str]:
         record, ex, session = seen.record, seen.exchange, seen.session
@@ -219,6 +228,8 @@ def lines(row: Row, colour: bool = False) -> list[str]:
     """The timeline's lines for one record."""
     seen, record = row.seen, row.record
     described = _describe(record)
+    if row.answered and record.get("reason") == records.CLIENT_DISCONNECTED:
+        described = [(described[0][0] + " (after its answer)", None)]  # the client hung up once it had it
     ex = seen.exchange
     if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
             and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
@@ -318,6 +329,9 @@ def _describe(record: Record) -> list[tuple[str, str | None]]:
             return [(f"-- recording started: {' '.join(source['stdio'])}", None)]
         if "imported" in source:
             return [(f"-- imported from {source['imported']} ({source.get('format')})", None)]
+        if "replay" in source or "verify" in source:  # what a client did against a replay, what verify sent
+            return [(f"-- replay of {source['replay']} started" if "replay" in source else
+                     f"-- verify of {source['verify']} against {source.get('upstream')} started", None)]
         return [(f"-- recording started ({', '.join(source.get('modes', [])) or source.get('proxy', '')})", None)]
     if kind == records.EDIT:
         return [(f"edit {'; '.join(record.get('edits') or [])}: {record.get('detail')}", INJECTED)]

@@ -127,6 +127,9 @@ class Reader:
             self._file.close()
             if len(magic) < len(MAGIC) and MAGIC.startswith(magic) and magic:
                 raise TapeError(f"{self.path}: tape is truncated inside its first bytes; nothing was recorded")
+            if not magic:  # said as every command that reads files says it (import too)
+                raise TapeError(f"{self.path}: the file is empty: not an mcptape tape (record one, or import a "
+                                "capture)")
             raise TapeError(f"{self.path}: not an mcptape tape (no MCPTAPE signature at byte 0)")
         if magic[7] != FORMAT:
             self._file.close()

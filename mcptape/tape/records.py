@@ -1,5 +1,5 @@
 """The records a tape holds. Records are plain maps (what msgpack stores and JSON shows); this module is the one
-place that says which kinds exist and which fields each carries. The README's "Tape format" section mirrors it.
+place that says which kinds exist and which fields each carries. docs/tape-format.md mirrors it.
 
 Every record has `kind` and `t` (seconds since the epoch, as the byte passed the recorder). A record's `seq` is its
 position in the tape (0 = first record after the header); it is derived on reading, never stored.
@@ -44,7 +44,7 @@ END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHAB
 
 # The fields of each kind, defined once, as typed dicts (no run-time cost: records stay plain dicts). Readers may
 # rely on the fields without NotRequired; the recorder writes most of the others too, and `import` checks every
-# field present against its type (FIELDS, derived from these below). The README's format table mirrors them.
+# field present against its type (FIELDS, derived from these below). docs/tape-format.md's table mirrors them.
 class _Common(TypedDict):
     kind: str
     t: float
