@@ -46,10 +46,15 @@ class _Group(click.Group):
         except Exception as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            from .tape.file import TapeError
+            from .tape.file import OPENED, TapeError
 
             if isinstance(e, TapeError):
                 raise Failure(str(e)) from None
+            if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)):
+                from .tape.records import first_problem
+
+                if found := first_problem(list(OPENED)):  # a stranger's tape broke what its format promises
+                    raise Failure(f"{found}; this tape was not written by mcptape as it is") from None
             raise Failure(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)") from None
 
 
@@ -954,8 +959,11 @@ def diff_(tape_a, tape_b, fmt, ignore):
     """
     from .check.diff import diff
     from .tape import json_form
+    from .tape.file import Reader
     from .terminal import safe_json
 
+    for tape in (tape_a, tape_b):  # opened here too (diff reads them in other processes): an unreadable one is said
+        Reader(tape).close()  # at once, and a record of the wrong shape is named from here (_Group)
     try:
         differences = diff(tape_a, tape_b, list(ignore))
     except ValueError as e:
@@ -1082,6 +1090,14 @@ def import_(source, output, force):
       mcptape import capture.flows -o capture.mcptape && mcptape check capture.mcptape
       mcptape import devtools.har -o browser.mcptape
     """
+    try:
+        _import(source, output, force)
+    except RecursionError:  # json and mitmproxy's tnetstring parse nesting by recursion
+        raise Failure(f"{source}: nested too deeply to read (Python's recursion limit, "
+                      f"{sys.getrecursionlimit()}); not a capture mcptape imports") from None
+
+
+def _import(source: str, output: str, force: bool) -> None:
     from .tape import json_form
     from .tape.file import MAGIC
 
