@@ -53,8 +53,10 @@ class _Common(TypedDict):
 
 class _Body(TypedDict, total=False):
     msg: Any  # the JSON body as sent: one JSON-RPC message or a batch
-    raw: bytes  # a body that is not JSON, as it came
+    raw: bytes  # a body that is not JSON, as it came; or the first bytes of one too large to keep (cut_body)
     problem: str  # what was wrong with it
+    size: int  # a body too large to keep: its size in bytes, and the SHA-256 of all of it
+    sha256: str
 
 
 class HeaderRecord(TypedDict):
@@ -124,6 +126,8 @@ class StdioStderr(_Common):
     text: NotRequired[str]
     raw: NotRequired[bytes]
     problem: NotRequired[str]
+    size: NotRequired[int]  # a line too long to keep whole (cut_body)
+    sha256: NotRequired[str]
 
 
 class StdioExit(_Common):
@@ -341,10 +345,33 @@ def end(t: float, exchange: int, reason: str, detail: str | None = None) -> End:
     return record
 
 
-def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> StdioLine:
-    """A line without its newline. `partial`: the stream ended before the newline came."""
+CUT_KEEP = 64 << 10  # the first bytes kept of a body or line too large to keep whole
+_BOUNDARIES = b' \t\n",:;=&{}[]<>'
+
+
+def cut_body(first: bytes, size: int, sha256: str, limit: int) -> Record:
+    """The fields for a body or line of `size` bytes, more than a reader takes whole (`limit`): its size, its
+    SHA-256 and its first bytes. The first bytes end at a token boundary (a space, a quote, a comma…) so a secret
+    cut in half, which redaction could no longer recognise, is dropped rather than kept; the record goes through
+    the redactor like every other."""
+    first = first[:CUT_KEEP]
+    if len(first) < size:
+        first = first[:max(first.rfind(bytes([b])) for b in _BOUNDARIES) + 1]
+    return {"raw": first, "size": size, "sha256": sha256,
+            "problem": f"{size:,} bytes, more than the {_megabytes(limit)} a reader takes whole: kept its first "
+                       f"{len(first):,} bytes, its size and its SHA-256"}
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1 << 20):g} MB"
+
+
+def stdio_line(t: float, direction: str, line: bytes, partial: bool = False, cut: Record | None = None) -> StdioLine:
+    """A line without its newline. `partial`: the stream ended before the newline came. `cut`: the fields of a line
+    too long to keep whole (cut_body), instead of `line`."""
     record: Record = {"kind": STDIO_LINE, "t": t, "dir": direction}
-    record.update(body(line) if line.strip() else {"raw": line, "problem": "an empty line is not an MCP message"})
+    record.update(cut or (body(line) if line.strip() else
+                          {"raw": line, "problem": "an empty line is not an MCP message"}))
     if partial:
         record["partial"] = True
         record["problem"] = "; ".join(filter(None, [record.get("problem"), "the stream ended before this line's newline"]))
@@ -366,7 +393,9 @@ def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, w
     return record
 
 
-def stdio_stderr(t: float, line: bytes) -> StdioStderr:
+def stdio_stderr(t: float, line: bytes, cut: Record | None = None) -> StdioStderr:
+    if cut is not None:
+        return {"kind": STDIO_STDERR, "t": t, **cut}  # type: ignore[typeddict-item]
     try:
         return {"kind": STDIO_STDERR, "t": t, "text": line.decode("utf-8")}
     except UnicodeDecodeError:
