@@ -50,6 +50,11 @@ class Bounded:
             self._parts = [b"".join(first)]
 
     @property
+    def prefix(self) -> bytes:
+        """The first bytes (up to 1 KB), cut or not."""
+        return self._parts[0][:1024] if self._parts else b""
+
+    @property
     def cut(self) -> bool:
         return self._hash is not None
 
