@@ -475,7 +475,7 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
         if fmt != "text":
             lines = map(safe_json, lines)
         for line in lines:
-            click.echo(line, color=colour)
+            click.echo(line, color=colour, nl=fmt != "json")
         if selection and not matched:
             click.echo("mcptape: no record matches the filters", err=True)
     except KeyboardInterrupt:  # the way to stop following a recording that goes on
@@ -493,9 +493,11 @@ def _warn_truncated(tape: str, truncated: str | None, count: int, done: str) -> 
 
 
 def _document(header, items, numbered: bool = False):
+    """The JSON document in pieces as the records are read (pieces, not lines: printed without newlines)."""
     from .tape import json_form
 
-    yield json_form.dumps(json_form.document(header, items, numbered), indent=1)
+    yield from json_form.document_text(header, items, numbered)
+    yield "\n"
 
 
 def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
@@ -559,10 +561,14 @@ def _export(tape: str, fmt: str, output: str | None) -> None:
         except har.NotHttp as e:
             where = "a HAR" if fmt == "har" else "a mitmproxy flow file"
             raise Failure(f"{tape}: {e} for {where}; export it as json or jsonl") from None
-    elif fmt == "json":
-        chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
+    elif fmt == "json":  # written as it is read, as jsonl is
+        chunks = _document(reader.header, reader)
     else:
         chunks = (line + "\n" for line in json_form.lines(reader.header, reader))
+    if output is None and fmt in ("json", "jsonl"):
+        from .terminal import safe_json
+
+        chunks = map(safe_json, chunks)
     _write_output(chunks, output)
     _warn_truncated(tape, reader.truncated, reader.count, "exported")
 

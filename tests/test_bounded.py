@@ -116,3 +116,27 @@ def test_a_time_that_is_not_a_time_is_named(inputs, name):
 def test_a_deeply_nested_import_is_one_line(inputs, make):
     source = make(inputs / f"deep.{make.__name__}")
     bounded("import", str(source), "-o", str(inputs / "out.mcptape"), "--force", refused="nested too deeply")
+
+
+def _calls_tape(path: Path, calls: int) -> Path:
+    from mcptape.tape import records
+    from mcptape.tape.file import Writer
+
+    with Writer(path, records.header(0.0, "test")) as writer:
+        for i in range(calls):
+            writer.write(records.stdio_line(1.0 + i, records.C2S, b'{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
+                                            b'"params":{"name":"add","arguments":{"a":%d}}}' % (i, i)))
+            writer.write(records.stdio_line(1.5 + i, records.S2C, b'{"jsonrpc":"2.0","id":%d,"result":{"content":'
+                                            b'[{"type":"text","text":"%d"}]}}' % (i, i)))
+    return path
+
+
+@pytest.mark.parametrize("command", [["show", "--format", "json"], ["show", "--format", "jsonl"],
+                                     ["export", "--format", "json"]], ids=" ".join)
+def test_streamed_output_costs_the_same_memory_for_a_tape_ten_times_larger(inputs, command):
+    small, large = inputs / "calls-small.mcptape", inputs / "calls-large.mcptape"
+    if not large.exists():
+        _calls_tape(small, 5_000)
+        _calls_tape(large, 50_000)
+    peaks = [bounded(command[0], str(tape), *command[1:]).peak_mb for tape in (small, large)]
+    assert peaks[1] - peaks[0] < 20, f"{command}: {peaks[0]:.0f} MB for 10,000 records, {peaks[1]:.0f} MB for 100,000"
