@@ -145,7 +145,7 @@ def test_the_live_view_shows_escapes_made_visible(attack):
 
     from mcptape.live import LiveView
 
-    from .test_lifecycle import Synth, error
+    from .core.test_lifecycle import Synth, error
 
     text, _ = ATTACKS[attack]
     tape = Synth(Path("unused"))
