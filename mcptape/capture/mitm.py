@@ -355,8 +355,8 @@ class Recorder:
 
     @_guarded
     def _record_response(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = _body_of(flow.response) if not flow.response.stream or isinstance(
-            flow.response.stream, _BodyTap) else (b"", None)
+        streamed = flow.response.stream and not isinstance(flow.response.stream, _BodyTap)  # SSE: recorded as it went
+        body, problem = (b"", None) if streamed else _body_of(flow.response)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
             headers_of(flow.response.headers), body, problem,
