@@ -759,7 +759,9 @@ def bundle(tapes, output, force, redact, allow_secrets):
     if allow_secrets:
         click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
                    err=True)
-    click.echo(f"mcptape: wrote {output}: {', '.join(names)}", err=True)
+    from .terminal import safe
+
+    click.echo(safe(f"mcptape: wrote {output}: {', '.join(names)}"), err=True)
 
 
 @main.command()
