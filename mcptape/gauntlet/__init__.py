@@ -120,9 +120,12 @@ class Gauntlet:
         if not every and not at:
             raise ValueError(f"{tape}: no request after the handshake to inject a fault at (give --at)")
         wanted = list(dict.fromkeys(at or every))  # a position named twice is one run
-        from ..replay.serve import Replayer
+        from ..edits import reach
+        from ..replay.serve import Replayer, sent
 
         replayer = Replayer(self.recording)
+        # a position no MCP method can reach is refused up front (edits.reach); one past the tape is a warning
+        self.warnings = reach([parse(f"drop at={s}") for s in at or ()], sent(self.recording))
         # 2026-07-28 over HTTP: no sessions, and closing a request's stream cancels it
         self.stateless = not self.stdio and not replayer.session_era and not replayer.legacy
         event_ids = any("id" in e for a in self.recording.answers for e in a.events)
