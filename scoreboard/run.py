@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -202,6 +203,7 @@ def run_client(client: Client, work: Path, quick: bool, jobs: int) -> dict:
     folder = work / client.name
     folder.mkdir(parents=True, exist_ok=True)
     tape = folder / f"{client.name}.mcptape"
+    shutil.rmtree(folder / "logs", ignore_errors=True)  # an earlier run's
     t0 = time.monotonic()
     from mcptape.gauntlet import positions
     from mcptape.replay.recorded import load

@@ -98,13 +98,15 @@ def test_5_the_stdio_replay_is_the_installed_mcptape_whatever_the_current_direct
     shadow.mkdir()
     (shadow / "__init__.py").write_text("raise SystemExit('a mcptape/ folder of the current directory')\n")
     (shadow / "__main__.py").write_text("raise SystemExit('a mcptape/ folder of the current directory')\n")
-    done = subprocess.run([MCPTAPE, "gauntlet", tape, "--faults", "drop", "--at", "tools/call#1", "--format", "json",
-                           "--fail-on", "never", "--", *CLIENT, "--timeout", "2", "--", "{server}"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert report["runs"][0]["verdict"] == "surfaced", report["runs"][0]
-    assert report["baseline"]["verdict"] == "recovered", report["baseline"]
+    for _ in range(2):  # the second time into the same --logs folder
+        done = subprocess.run([MCPTAPE, "gauntlet", tape, "--faults", "drop", "--at", "tools/call#1", "--format",
+                               "json", "--fail-on", "never", "--logs", str(tmp_path / "logs"), "--", *CLIENT,
+                               "--timeout", "2", "--", "{server}"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["runs"][0]["verdict"] == "surfaced", report["runs"][0]
+        assert report["baseline"]["verdict"] == "recovered", report["baseline"]
 
 
 # A client that gives up on a call by closing its connection, and sends no notifications/cancelled.

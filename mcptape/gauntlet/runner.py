@@ -154,6 +154,7 @@ def check_stdio_replay(tape: str, workdir: Path) -> str | None:
     """Start the stdio replay once with nothing to answer: why it cannot start, or None when it can."""
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "preflight.mcptape"
+    log.unlink(missing_ok=True)  # a --logs folder used before
     try:
         done = subprocess.run(stdio_server(tape, "", str(log)), stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=60, cwd=workdir)
