@@ -111,13 +111,12 @@ def text(result: Result, fail_on: tuple[str, ...]) -> str:
 
 def markdown(result: Result, fail_on: tuple[str, ...]) -> str:
     header, rows = _grid(result)
-    cell = CELL
     out = [f"## mcptape gauntlet: `{result.tape}`", "", f"Client: `{client_command(result)}`", "",
            *[f"{line}  " for line in _baseline(result)], "",
            "| " + " | ".join(f"`{h}`" if i else h for i, h in enumerate(header)) + " |",
            "|" + "---|" * len(header)]
     for name, *verdicts in rows:
-        out.append(f"| `{name}` | " + " | ".join(cell.get(v, v) for v in verdicts) + " |")
+        out.append(f"| `{name}` | " + " | ".join(CELL.get(v, v) for v in verdicts) + " |")
     if result.left_out:
         out += ["", f"{result.left_out} more position(s) left out by `--max-runs`."]
     if result.stopped:
@@ -126,7 +125,7 @@ def markdown(result: Result, fail_on: tuple[str, ...]) -> str:
     if misses:
         out += ["", "Replay misses (the client asked what the tape has no answer for; `--ignore POINTER`):", ""]
         out += [f"- {m}" for m in misses[:10]]
-    out += ["", "| verdict | meaning |", "|---|---|"] + [f"| {cell[v]} | {what} |" for v, what in LEGEND.items()]
+    out += ["", "| verdict | meaning |", "|---|---|"] + [f"| {CELL[v]} | {what} |" for v, what in LEGEND.items()]
     out += ["", "### Per fault", "", "| fault | runs | recovered means | source |", "|---|---|---|---|"]
     out += [f"| `{n}` | {s} | {r} | {src} |" for n, s, r, src in _summaries(result)]
     failing = result.failing(_shown(fail_on))
