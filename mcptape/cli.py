@@ -108,6 +108,15 @@ def _redact_options(command):
                         help="Also redact this header (repeatable).")(command)
 
 
+def _guard_options(command):
+    command = click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+                           help="Also accept requests from this Origin (e.g. https://app.example:8443, or null); "
+                                "loopback origins always are (repeatable).")(command)
+    return click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME[:PORT]",
+                        help="Also accept this Host (any port unless given); loopback names and the listen "
+                             "address always are. Others get 421 (DNS rebinding; repeatable).")(command)
+
+
 def _redactor(redact_header, redact_path, keep_path, no_redact=False):
     from .redact import Redactor
 
@@ -205,10 +214,11 @@ def _host_for_url(host: str) -> str:
 @click.option("-q", "--quiet", is_flag=True,
               help="No live view (on a terminal, one line per call on stderr as it is answered; HTTP only).")
 @_colour_option
+@_guard_options
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
-           no_redact, insecure, verbose, quiet, colour, edit, edits_file, command):
+           no_redact, insecure, verbose, quiet, colour, allow_hosts, allow_origins, edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -261,10 +271,14 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
         raise Failure("--mode reverse needs --upstream URL")
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
+    if mode == "regular" and (allow_hosts or allow_origins):
+        raise Failure("--allow-host and --allow-origin are for reverse mode (a regular proxy's Host names where "
+                      "the request goes)")
     editor = _editor(edit, edits_file, live=True)
     live = not quiet and click.get_text_stream("stderr").isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None)
+                 [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None,
+                 {"mcptape_allow_host": list(allow_hosts), "mcptape_allow_origin": list(allow_origins)})
 
 
 def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
@@ -298,7 +312,7 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
 
 
 def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 edits: list[str], live_colour: bool | None):
+                 edits: list[str], live_colour: bool | None, allow: dict):
     """live_colour: None for no live view, else whether it is coloured."""
     host, port = _parse_listen(listen)
     if os.path.exists(output) and write_mode == "new":
@@ -310,7 +324,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
         "mcptape_no_redact": not redactor.enabled, "mcptape_redact_path": redactor.redact_paths,
         "mcptape_keep_path": redactor.keep_paths, "mcptape_record_all": record_all, "ssl_insecure": insecure,
-        "mcptape_edit": edits,
+        "mcptape_edit": edits, **allow,
     }
     path = ""
     if mode == "reverse":
@@ -735,8 +749,9 @@ def bundle(tapes, output, force, redact, allow_secrets):
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
 @click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
+@_guard_options
 @_edit_options
-def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_file):
+def replay(tape, listen, stdio, log, force, ignore, pace, strict, allow_hosts, allow_origins, edit, edits_file):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -778,11 +793,12 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
             if writer is not None:
                 writer.close()
     else:
-        _replay_http(tape, listen, ignore, log, log_mode, pace, replayer)
+        _replay_http(tape, listen, ignore, log, log_mode, pace, replayer,
+                     {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
     _replay_summary(replayer, strict)
 
 
-def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
+def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer, allow: dict) -> None:
     import asyncio
 
     from .replay import serving
@@ -795,7 +811,8 @@ def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with serving(tape, host, port, tuple(ignore), log, pace, replayer, log_mode=log_mode) as replay:
+        async with serving(tape, host, port, tuple(ignore), log, pace, replayer, log_mode=log_mode,
+                           **allow) as replay:
             click.echo(f"mcptape: replaying {tape} at {replay.url} (Ctrl-C stops)")
             sys.stdout.flush()
             await stop.wait()
@@ -834,7 +851,9 @@ def _replay_summary(replayer, strict: bool) -> None:
 @click.option("--fail-on", default="failed,hung", show_default=True, metavar="LIST",
               help="Verdicts that make the exit status 1: comma-separated from surfaced, failed, hung, "
                    "not-reached; or never.")
-def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on):
+@_guard_options
+def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on, allow_hosts,
+             allow_origins):
     """Run a client once per fault and position against the tape's replay; score how it recovers.
 
     The client reaches each run's replay through {url} in its arguments (and $MCPTAPE_URL), or spawns it through
@@ -863,7 +882,8 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
         raise Failure("give the client command after --, with {url} (or {server}) where the replay goes, e.g. "
                       "mcptape gauntlet run.mcptape -- python client.py {url}")
     try:
-        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs)
+        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs,
+                          {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
     except TapeError as e:
         raise Failure(str(e)) from None
     except ValueError as e:  # an unknown fault, a bad selector (EditError is one)

@@ -19,10 +19,12 @@ from typing import Optional
 
 from mitmproxy import ctx, exceptions
 from mitmproxy import http as mhttp
+from mitmproxy.net.http import url
 from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
 from .. import TOOL, edits
+from ..guard import Guard
 from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
@@ -148,6 +150,9 @@ class Recorder:
         self.stopping = False
         self.exchanges = 0  # recorded by the last capture, for the closing summary
         self.failure: str | None = None  # why the last capture stopped writing early, if it did
+        self.guard: Guard | None = None  # reverse mode: who may come in (Host, Origin); guard.py
+        self._host_header = False  # reverse mode: we, not mitmproxy, present the upstream's Host (after the guard)
+        self.refused = 0
 
     def load(self, loader) -> None:
         mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
@@ -168,6 +173,12 @@ class Recorder:
         loader.add_option("mcptape_store_streamed_bodies", Optional[str], None,
                           "Keep each recorded SSE body on its flow when its stream ends, up to this size (e.g. 1m), "
                           "so mitmweb and -w files show it. Off by default: mitmproxy keeps no streamed body.")
+        loader.add_option("mcptape_allow_host", Sequence[str], [],
+                          "Reverse mode: also accept requests with this Host (NAME or NAME:PORT; loopback names and "
+                          "the listen address always are; repeatable).")
+        loader.add_option("mcptape_allow_origin", Sequence[str], [],
+                          "Reverse mode: also accept requests from this Origin (loopback origins always are; "
+                          "repeatable).")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
 
@@ -181,6 +192,7 @@ class Recorder:
         except edits.EditError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.editor = edits.Editor(parsed) if parsed else None
+        self._configure_guard()
         try:
             self.keep = human.parse_size(ctx.options.mcptape_store_streamed_bodies)
         except ValueError as e:
@@ -210,7 +222,36 @@ class Recorder:
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
+    def _configure_guard(self) -> None:
+        """In reverse mode the client talks to us as to a server, so we check Host and Origin as a server must
+        (a regular proxy's Host names the destination). mitmproxy would rewrite Host to the upstream's before any
+        hook sees it, so we keep the client's Host, check it, and rewrite it ourselves."""
+        reverse = any(mode_specs.ProxyMode.parse(m).type_name == "reverse" for m in ctx.options.mode)
+        # (an addon test's options may hold only ours: then mitmproxy rewrites nothing either)
+        self.guard = Guard(getattr(ctx.options, "listen_host", None), ctx.options.mcptape_allow_host,
+                           ctx.options.mcptape_allow_origin) if reverse else None
+        if reverse and getattr(ctx.options, "keep_host_header", True) is False:
+            self._host_header = True
+            ctx.options.keep_host_header = True
+
+    def _refused(self, flow: mhttp.HTTPFlow) -> bool:
+        mode = flow.client_conn.proxy_mode
+        if self.guard is None or not isinstance(mode, mode_specs.ReverseMode):
+            return False
+        if refusal := self.guard.check(headers_of(flow.request.headers)):
+            flow.response = mhttp.Response.make(refusal.status, refusal.body, _mitm_headers(refusal.headers))
+            if not self.refused:  # a page probing us can send many: say it once
+                logger.warning(f"{refusal.reason}; refused (421/403), not forwarded nor recorded")
+            self.refused += 1
+            return True
+        if self._host_header:  # as mitmproxy would have
+            scheme = "https" if mode.scheme in ("https", "http3", "tls", "quic") else "http"
+            flow.request.host_header = url.hostport(scheme, *mode.address)
+        return False
+
     async def request(self, flow: mhttp.HTTPFlow) -> None:
+        if self._refused(flow):
+            return
         self._record_request(flow)
         if self.editor is not None:
             try:

@@ -23,7 +23,8 @@ class RecordingError(Exception):
 
 
 def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | None = None,
-                edits: tuple[str, ...] | list[str] = (), write_mode: str = "new") -> list[str]:
+                edits: tuple[str, ...] | list[str] = (), write_mode: str = "new", allow_hosts=(),
+                allow_origins=()) -> list[str]:
     """The `mcptape record` command line for a tape: in front of an HTTP upstream, or wrapping a stdio server's
     command (then it is what the client runs as its server)."""
     argv = [sys.executable, "-m", "mcptape", "record", "-o", os.fspath(tape)]
@@ -33,18 +34,24 @@ def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | 
         argv += ["--edit", edit]
     if command is not None:
         return [*argv, "--", *command]
+    for host in allow_hosts:
+        argv += ["--allow-host", host]
+    for origin in allow_origins:
+        argv += ["--allow-origin", origin]
     return [*argv, "--upstream", upstream, "--listen", "127.0.0.1:0"]
 
 
 @contextmanager
 def recording(tape: str, *, upstream: str | None = None, command: list[str] | None = None,
-              edits: tuple[str, ...] | list[str] = (), force: bool = False) -> Iterator:
+              edits: tuple[str, ...] | list[str] = (), force: bool = False, allow_hosts=(),
+              allow_origins=()) -> Iterator:
     """Record into `tape` for the length of the block.
 
     upstream=URL: yields the URL to point the client at (a reverse proxy on a free port in front of URL).
     command=[...]: yields the argv to start the stdio server through the recorder; every start of it appends a
     run to the tape (a client may start its server more than once).
     `force` replaces an existing tape; without it an existing tape is refused, as `mcptape record` does.
+    `allow_hosts`, `allow_origins`: what the recorder accepts beyond loopback (guard.py).
     """
     if (upstream is None) == (command is None):
         raise ValueError("recording() needs upstream=URL or command=[...], not both")
@@ -56,7 +63,8 @@ def recording(tape: str, *, upstream: str | None = None, command: list[str] | No
     if command is not None:
         yield record_argv(tape, command=list(command), edits=edits, write_mode="append")
         return
-    proc = subprocess.Popen(record_argv(tape, upstream=upstream, edits=edits), stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(record_argv(tape, upstream=upstream, edits=edits, allow_hosts=allow_hosts,
+                                        allow_origins=allow_origins), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = None
     for line in proc.stdout:  # the recorder prints the URL once it listens, or exits saying why not

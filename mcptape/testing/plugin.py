@@ -57,6 +57,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mcptape-upstream", metavar="URL", default=None,
                     help=f"The MCP server to record from, for tapes whose marker names no upstream= or command= "
                          f"(or ${ENV_UPSTREAM}).")
+    group.addoption("--mcptape-allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                    help="Replays and recordings also accept this Host (loopback always; repeatable).")
+    group.addoption("--mcptape-allow-origin", action="append", default=[], metavar="ORIGIN",
+                    help="Replays and recordings also accept this Origin (loopback always; repeatable).")
     group.addoption("--mcptape-unused", action="store_true",
                     help="At the end, list the tapes in the test modules' cassette folders that no test used.")
 
@@ -98,6 +102,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def record_mode(config: pytest.Config, marked: str | None) -> str:
     """The record mode in force for a tape: the command line, then the environment, then the marker, then none."""
     return config.getoption("mcptape_record_mode") or os.environ.get(ENV_MODE) or marked or "none"
+
+
+def allowed(config: pytest.Config) -> dict:
+    """The Host and Origin values to accept beyond loopback, as replay.serving takes them."""
+    return {"allow_hosts": tuple(config.getoption("mcptape_allow_host") or ()),
+            "allow_origins": tuple(config.getoption("mcptape_allow_origin") or ())}
 
 
 def upstream(config: pytest.Config) -> str | None:
