@@ -44,9 +44,10 @@ class _Group(click.Group):
         except Exception as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
+            from .output import OutputError
             from .tape.file import TapeError
 
-            if isinstance(e, TapeError):
+            if isinstance(e, (TapeError, OutputError)):
                 raise Failure(str(e)) from None
             raise Failure(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)") from None
 
@@ -314,11 +315,15 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
 def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  edits: list[str], live_colour: bool | None, allow: dict):
     """live_colour: None for no live view, else whether it is coloured."""
+    from .output import Output, OutputError
+
     host, port = _parse_listen(listen)
-    if os.path.exists(output) and write_mode == "new":
-        raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
-    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-        raise Failure(f"-o {output}: not a file in an existing directory")
+    try:
+        target = Output(output, write_mode != "new")
+    except OutputError as e:
+        if "already exists" in str(e):
+            raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)") from None
+        raise
     settings: dict = {
         "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
         "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
@@ -343,7 +348,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     from .capture import proxy
     from .capture.mitm import Recorder
 
-    existed = os.path.exists(output)
+    existed = target.exists
     view = None
     if live_colour is not None:
         from .live import LiveView
@@ -525,7 +530,8 @@ def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
                    "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes); mitm: a mitmproxy "
                    "flow file for `mitmweb -r` (HTTP tapes).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (default: stdout).")
-def export(tape, fmt, output):
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def export(tape, fmt, output, force):
     """Write a tape in a format other tools read.
 
     \b
@@ -535,10 +541,10 @@ def export(tape, fmt, output):
       mcptape export run.mcptape --format json -o run.json
       mcptape export big.mcptape --format jsonl | grep tools/call
     """
-    _export(tape, fmt, output)
+    _export(tape, fmt, output, force)
 
 
-def _export(tape: str, fmt: str, output: str | None) -> None:
+def _export(tape: str, fmt: str, output: str | None, force: bool = False) -> None:
     from .tape import json_form
     from .tape.file import Reader
 
@@ -564,7 +570,7 @@ def _export(tape: str, fmt: str, output: str | None) -> None:
         chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
     else:
         chunks = (line + "\n" for line in json_form.lines(reader.header, reader))
-    _write_output(chunks, output)
+    _write_output(chunks, output, force)
     _warn_truncated(tape, reader.truncated, reader.count, "exported")
 
 
@@ -640,27 +646,21 @@ def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> st
     return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
 
 
-def _write_output(chunks: Iterable[str | bytes], output: str | None) -> None:
-    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout. Chunks are all
-    text or all bytes."""
+def _write_output(chunks: Iterable[str | bytes], output: str | None, force: bool = False) -> None:
+    """To -o FILE (as output.py writes every file: whole, or in place for a device or FIFO), else to stdout.
+    Chunks are all text or all bytes."""
     if output is None:
         for chunk in chunks:
             click.echo(chunk, nl=False)
         return
-    part = output + ".part"
+    from .output import opened
+
     chunks = iter(chunks)
     first = next(chunks, "")
-    try:
-        with (open(part, "wb") if isinstance(first, bytes) else open(part, "w", encoding="utf-8")) as f:
-            f.write(first)
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(part, output)
-    except OSError as e:
-        raise Failure(f"cannot write {output}: {e.strerror}") from None
-    finally:
-        if os.path.exists(part):
-            os.remove(part)
+    with opened(output, force, text=isinstance(first, str)) as f:
+        f.write(first)
+        for chunk in chunks:
+            f.write(chunk)
     click.echo(f"mcptape: wrote {output}", err=True)
 
 
@@ -670,7 +670,8 @@ def _write_output(chunks: Iterable[str | bytes], output: str | None) -> None:
               show_default=True, help="md: GitHub Markdown with a Mermaid diagram; html: one self-contained page; "
                                       "mermaid: the diagram alone; json: the report's data.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report here (default: stdout).")
-def report(tapes, fmt, output):
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def report(tapes, fmt, output, force):
     """One page that tells what happened: sessions and their life, calls with outcome and duration, statuses,
     findings with their spec clauses and whom they blame, a sequence diagram, and the messages each finding is
     about. Several tapes are one history, in the order given (as check reads them).
@@ -684,7 +685,11 @@ def report(tapes, fmt, output):
     """
     from .report import build, render
 
-    _write_output([render(build(_tapes(tapes)), fmt)], output)
+    if output is not None:
+        from .output import Output
+
+        Output(output, force)  # refused before the work, not after
+    _write_output([render(build(_tapes(tapes)), fmt)], output, force)
 
 
 def _tapes(paths) -> list[str]:
@@ -719,18 +724,14 @@ def bundle(tapes, output, force, redact, allow_secrets):
       mcptape replay bug.zip --listen 127.0.0.1:8765
     """
     from .bundle import Refused, make
+    from .output import Output
 
-    if os.path.exists(output) and not force:
-        raise Failure(f"{output} already exists (use --force to replace it)")
-    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-        raise Failure(f"-o {output}: not a file in an existing directory")
+    Output(output, force)  # refused before the work, not after
     tapes = _tapes(tapes)
     try:
-        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets)
+        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets, force=force)
     except Refused as e:
         raise Failure(str(e)) from None
-    except OSError as e:
-        raise Failure(f"cannot write {output}: {e.strerror}") from None
     if allow_secrets:
         click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
                    err=True)
@@ -1095,8 +1096,9 @@ def import_(source, output, force):
     kinds = "a tape's JSON (mcptape show --format json|jsonl), a HAR or a mitmproxy flow file"
     if data.startswith(MAGIC[:7]):
         raise Failure(f"{source} is already a tape: use it as it is (mcptape show {source}); import reads {kinds}")
-    if os.path.exists(output) and not force:
-        raise Failure(f"{output} already exists (add --force to replace it)")
+    from .output import Output
+
+    Output(output, force)  # refused before the work, not after
     if _is_flow_file(data):
         _import_capture(source, output, force, data, "flows")
         return
@@ -1135,12 +1137,19 @@ def _har_document(text: str) -> dict | None:
     return doc if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
 
 
-def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -> None:
+def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -> int:
+    """A whole tape (output.py); returns how many records it holds."""
     from .tape.file import Writer
 
-    with Writer(output, header, "force" if force else "new") as writer:
-        for item in items:
-            writer.write(item)
+    count = 0
+    try:
+        with Writer(output, header, "force" if force else "new", whole=True) as writer:
+            for item in items:
+                writer.write(item)
+                count += 1
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    return count
 
 
 def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
@@ -1190,19 +1199,17 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
       mcptape redact run.mcptape -o shared.mcptape --redact-path /result/structuredContent/email
       mcptape check shared.mcptape --require-redacted
     """
+    from .output import Output
     from .redact import redacted_tape
-    from .tape.file import Reader, Writer
+    from .tape.file import Reader
 
     if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
         raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
+    Output(output, force)  # refused before the work, not after
     redactor = _redactor(redact_header, redact_path, keep_path)
     reader = Reader(source)
     header, redacted = redacted_tape(reader.header, reader, redactor)
-    count = 0
-    with Writer(output, header, "force" if force else "new") as writer:
-        for record in redacted:
-            writer.write(record)
-            count += 1
+    count = _write_tape(output, force, header, redacted)
     if reader.truncated:
         click.echo(f"mcptape: {source}: tape is truncated ({reader.truncated}); redacted the {count} complete "
                    f"records before it", err=True)
