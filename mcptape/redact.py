@@ -61,7 +61,7 @@ _WORD_PAIRS = (("api", "key"), ("private", "key"), ("secret", "key"), ("access",
 _KEY_WORDS = ("auth", "authentication", "pass", "pin")
 _KEY_PAIRS = (("session", "key"), ("auth", "key"))
 SENSITIVE_WORDS = frozenset({*_WORDS_ALONE, *_KEY_WORDS, *(a + b for a, b in (*_WORD_PAIRS, *_KEY_PAIRS))})
-# a credential word followed by one of these names a quantity or a setting about it, not the credential:
+# a key ending in one of these names a quantity or a setting about a credential, not the credential:
 # `token_count`, `tokenType`, `authUrl`, `passwordMinLength`
 _NOT_SECRET_TAILS = frozenset({"count", "counts", "limit", "limits", "length", "len", "size", "type", "types", "kind",
                                "usage", "used", "total", "budget", "url", "uri", "endpoint", "required", "enabled",
@@ -80,7 +80,7 @@ def key_is_sensitive(key: str) -> bool:
     if hit is None:
         words = [w.lower() for w in _WORDS.findall(key)]
         if len(words) > 1 and words[-1] in _NOT_SECRET_TAILS:
-            words = words[:-2]  # the credential word it describes goes with it (`maxTokenCount`: max)
+            words = []  # about a credential, not one: `maxTokenCount`, `passwordMinLength`
         hit = any(w in SENSITIVE_WORDS for w in words) or any(
             a + b in SENSITIVE_WORDS for a, b in zip(words, words[1:]))
         if len(_key_cache) < 4096:  # keys repeat (a protocol has few); a stream of unique keys must not grow it
