@@ -336,6 +336,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         split, up_port = _parse_upstream(upstream)
         _check_reachable(split.hostname, up_port, upstream)
         settings["mode"] = [f"reverse:{split.scheme}://{_host_for_url(split.hostname)}:{up_port}"]
+        # the request is read (and recorded) before the upstream is connected: if it is down, the tape still holds
+        # what the client asked, with an upstream-unreachable end
+        settings["connection_strategy"] = "lazy"
         path = split.path + (f"?{split.query}" if split.query else "")
         if split.path not in ("", "/"):
             settings["mcptape_endpoint"] = [split.path]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Optional
@@ -33,6 +35,8 @@ from . import mcp_view
 from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
+UNREACHABLE = "mcptape.unreachable"  # flow.metadata key: why the upstream could not be reached, if it could not
+UPSTREAM_TIMEOUT = 10.0  # seconds a connect to the upstream may take
 
 logger = logging.getLogger("mcptape")
 
@@ -153,6 +157,7 @@ class Recorder:
         self.guard: Guard | None = None  # reverse mode: who may come in (Host, Origin); guard.py
         self._host_header = False  # reverse mode: we, not mitmproxy, present the upstream's Host (after the guard)
         self.refused = 0
+        self.upstream_down = False  # said so on stderr, until the upstream answers again
 
     def load(self, loader) -> None:
         mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
@@ -258,9 +263,40 @@ class Recorder:
                 delay = self._edit_request(flow)
             except Exception as e:
                 logger.error(f"mcptape: applying an edit failed: {type(e).__name__}: {e}")
-                return
+                delay = 0.0
             if delay:
                 await asyncio.sleep(delay)  # the server gets the request late, so its answer comes late
+        if flow.response is None and flow.live and (cause := await self._unreachable(flow)):
+            self._answer_unreachable(flow, cause)
+
+    async def _unreachable(self, flow: mhttp.HTTPFlow) -> str | None:
+        """Reverse mode, before the first request of a client connection goes upstream: why the upstream cannot be
+        reached, else None. mitmproxy would answer an HTML 502 the client cannot read and say nothing; a TCP
+        connect (closed at once) finds out first, so the client gets a JSON-RPC error that names the cause. A
+        connection already open upstream is not tried again."""
+        mode = flow.client_conn.proxy_mode
+        if not isinstance(mode, mode_specs.ReverseMode) or flow.server_conn.connected:
+            return None
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(*mode.address), UPSTREAM_TIMEOUT)
+        except TimeoutError:
+            return f"no answer in {UPSTREAM_TIMEOUT:g} s"
+        except OSError as e:
+            return os.strerror(e.errno) if e.errno else str(e)  # "Connection refused", not asyncio's wording
+        writer.close()
+        return None
+
+    def _answer_unreachable(self, flow: mhttp.HTTPFlow, cause: str) -> None:
+        where = human.format_address(flow.client_conn.proxy_mode.address)
+        msg = jsonrpc.parse(content_of(flow.request)[0]).msg if flow.request.method == "POST" else None
+        error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                 "error": {"code": -32603, "message": f"mcptape: the upstream {where} is unreachable ({cause})"}}
+        flow.response = mhttp.Response.make(502, json.dumps(error), {"content-type": http.JSON})
+        flow.metadata[UNREACHABLE] = cause
+        if not self.upstream_down:  # once an outage; each request is recorded
+            logger.warning(f"mcptape: the upstream {where} is unreachable ({cause}); clients get 502 and each "
+                           f"request is recorded as upstream-unreachable; the next request tries again")
+            self.upstream_down = True
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
@@ -344,6 +380,8 @@ class Recorder:
         self._channels[session] = channel
 
     async def response(self, flow: mhttp.HTTPFlow) -> None:
+        if UNREACHABLE not in flow.metadata:
+            self.upstream_down = False  # it answered again: a later outage is said again
         plan: edits.Plan | None = flow.metadata.get(PLAN)
         if plan is not None and plan.drop and not plan.replaces_answer:
             await self._withhold(flow)
@@ -368,6 +406,8 @@ class Recorder:
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
             headers_of(flow.response.headers), body, problem,
+            records.UPSTREAM_UNREACHABLE if UNREACHABLE in flow.metadata else records.COMPLETE,
+            flow.metadata.get(UNREACHABLE),
         )
 
     @_guarded
