@@ -208,6 +208,8 @@ def _host_for_url(host: str) -> str:
               help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
                    "for clients that can only be pointed at a proxy.")
 @click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
+@click.option("--allow-dest", "allow_dests", multiple=True, metavar="HOST[:PORT]",
+              help="Regular mode: forward only to these destinations (repeatable; default: anywhere).")
 @_redact_options
 @click.option("--no-redact", is_flag=True, help="Record everything as it is, secrets included (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
@@ -218,8 +220,9 @@ def _host_for_url(host: str) -> str:
 @_guard_options
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
-def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
-           no_redact, insecure, verbose, quiet, colour, allow_hosts, allow_origins, edit, edits_file, command):
+def record(upstream, listen, output, append, force, mode, record_all, allow_dests, redact_header, redact_path,
+           keep_path, no_redact, insecure, verbose, quiet, colour, allow_hosts, allow_origins, edit, edits_file,
+           command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -272,6 +275,8 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
         raise Failure("--mode reverse needs --upstream URL")
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
+    if mode == "reverse" and allow_dests:
+        raise Failure("--allow-dest is for regular mode (in reverse mode every request goes to --upstream)")
     if mode == "regular" and (allow_hosts or allow_origins):
         raise Failure("--allow-host and --allow-origin are for reverse mode (a regular proxy's Host names where "
                       "the request goes)")
@@ -279,7 +284,8 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     live = not quiet and click.get_text_stream("stderr").isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None,
-                 {"mcptape_allow_host": list(allow_hosts), "mcptape_allow_origin": list(allow_origins)})
+                 {"mcptape_allow_host": list(allow_hosts), "mcptape_allow_origin": list(allow_origins),
+                  "mcptape_allow_dest": list(allow_dests)})
 
 
 def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
@@ -369,6 +375,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         else:
             ca = os.path.join(os.path.expanduser("~/.mitmproxy"), "mitmproxy-ca-cert.pem")
             click.echo(f"mcptape: recording MCP traffic into {output} through the HTTP proxy at {bound}")
+            dests = allow.get("mcptape_allow_dest")
+            click.echo(f"mcptape: it forwards only to {', '.join(dests)}" if dests else
+                       "mcptape: it forwards to any host:port a client names (--allow-dest HOST[:PORT] limits it)")
             click.echo(f"mcptape: set HTTP_PROXY={bound} HTTPS_PROXY={bound} (and NO_PROXY= so loopback is proxied)")
             click.echo(f"mcptape: for https, trust {ca} (SSL_CERT_FILE, REQUESTS_CA_BUNDLE or NODE_EXTRA_CA_CERTS)")
         click.echo("mcptape: Ctrl-C stops", err=True)
@@ -384,7 +393,8 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         if view is not None:
             view.close()
     if recorder.failure:
-        click.echo(f"mcptape: {output} holds what was recorded before that ({recorder.failure})", err=True)
+        click.echo(f"mcptape: {output} holds the {recorder.exchanges} exchanges recorded before that "
+                   f"({recorder.failure})", err=True)
     else:
         click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
     _warn_unfired(recorder.editor)

@@ -54,6 +54,19 @@ def _loopback(name: str) -> bool:
         return False
 
 
+class HostList:
+    """Host names as an option gives them: `NAME` (any port), `NAME:PORT`, or `*` for any."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        values = list(values)
+        self.anything = ANY in values
+        self.entries = {parsed for v in values if v != ANY and (parsed := _split_host(v)) is not None}
+
+    def __contains__(self, address: tuple[str, int | None]) -> bool:
+        name, port = address[0].strip("[]").lower().rstrip("."), address[1]
+        return self.anything or (name, None) in self.entries or (name, port) in self.entries
+
+
 class Guard:
     """`listen`: the address the server listens on (accepted as a Host and Origin name on any port). `hosts`:
     more Host values to accept, `NAME` (any port) or `NAME:PORT`, or `*` for any. `origins`: more Origin values,
@@ -61,12 +74,10 @@ class Guard:
 
     def __init__(self, listen: str | None = None, hosts: Iterable[str] = (), origins: Iterable[str] = ()) -> None:
         self.names = {(listen or "").strip("[]").lower()} - {"", "0.0.0.0", "::"}
-        self.any_host = ANY in hosts
-        self.hosts = {parsed for h in hosts if h != ANY and (parsed := _split_host(h)) is not None}
+        self.hosts = HostList(hosts)
         self.any_origin = ANY in origins
         self.origins = {o.strip().rstrip("/").lower() for o in origins if o != ANY}
         self._seen: dict[tuple[str | None, str | None], Refusal | None] = {}  # a client sends the same two
-
 
     def check(self, headers: Iterable[tuple[str, str]]) -> Refusal | None:
         """None when a request with these headers may be served, else what to answer instead."""
@@ -79,7 +90,7 @@ class Guard:
         return refusal
 
     def _decide(self, host: str | None, origin: str | None) -> Refusal | None:
-        if host is not None and not self.any_host and not self._host_ok(host):
+        if host is not None and not self._host_ok(host):
             text = f"mcptape: Host {host!r} is not allowed (a loopback name or the listen address; --allow-host " \
                    f"NAME widens it)"
             return Refusal(421, [("content-type", "text/plain; charset=utf-8")], text.encode(), text)
@@ -93,8 +104,7 @@ class Guard:
         parsed = _split_host(host)
         if parsed is None:
             return False
-        name, port = parsed
-        return _loopback(name) or name in self.names or (name, None) in self.hosts or (name, port) in self.hosts
+        return _loopback(parsed[0]) or parsed[0] in self.names or parsed in self.hosts
 
     def _origin_ok(self, origin: str) -> bool:
         value = origin.strip().rstrip("/").lower()

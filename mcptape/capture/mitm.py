@@ -26,7 +26,7 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
 from .. import TOOL, edits
-from ..guard import Guard
+from ..guard import Guard, HostList
 from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
@@ -123,6 +123,7 @@ class _TapeSink:
     def __init__(self, writer: Writer, watch: Callable[[records.Record], None] | None = None) -> None:
         self.writer, self.watch = writer, watch
         self.failure: str | None = None
+        self.exchanges = 0  # whose request is on disk: what the closing summary counts
 
     def write(self, record: records.Record) -> None:
         if self.failure is not None:
@@ -133,6 +134,8 @@ class _TapeSink:
             self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
             logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
             return
+        if record.get("kind") == records.HTTP_REQUEST:
+            self.exchanges += 1
         if self.watch is not None:
             try:
                 self.watch(record)
@@ -152,9 +155,11 @@ class Recorder:
         self.keep: int | None = None  # mcptape_store_streamed_bodies, in bytes
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
-        self.exchanges = 0  # recorded by the last capture, for the closing summary
+        self.exchanges = 0  # on disk from the last capture, for the closing summary
+        self._sink: _TapeSink | None = None
         self.failure: str | None = None  # why the last capture stopped writing early, if it did
         self.guard: Guard | None = None  # reverse mode: who may come in (Host, Origin); guard.py
+        self.destinations: HostList | None = None  # regular mode: where requests may go (None: anywhere)
         self._host_header = False  # reverse mode: we, not mitmproxy, present the upstream's Host (after the guard)
         self.refused = 0
         self.upstream_down = False  # said so on stderr, until the upstream answers again
@@ -184,6 +189,8 @@ class Recorder:
         loader.add_option("mcptape_allow_origin", Sequence[str], [],
                           "Reverse mode: also accept requests from this Origin (loopback origins always are; "
                           "repeatable).")
+        loader.add_option("mcptape_allow_dest", Sequence[str], [],
+                          "Regular mode: forward only to this HOST or HOST:PORT (repeatable). Default: anywhere.")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
 
@@ -191,6 +198,7 @@ class Recorder:
         if not any(name.startswith("mcptape_") for name in updated):
             return
         self._close("reconfigured")
+        self._sink = None
         try:
             parsed = [edits.parse(e) for e in ctx.options.mcptape_edit]
             edits.check_transport(parsed, live=True)
@@ -222,7 +230,8 @@ class Recorder:
             raise exceptions.OptionsError(str(e)) from None
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
-        self.capture = HttpCapture(_TapeSink(self.writer, self.watch), redactor, scope, self.clock)
+        self._sink = _TapeSink(self.writer, self.watch)
+        self.capture = HttpCapture(self._sink, redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
@@ -232,6 +241,7 @@ class Recorder:
         (a regular proxy's Host names the destination). mitmproxy would rewrite Host to the upstream's before any
         hook sees it, so we keep the client's Host, check it, and rewrite it ourselves."""
         reverse = any(mode_specs.ProxyMode.parse(m).type_name == "reverse" for m in ctx.options.mode)
+        self.destinations = HostList(ctx.options.mcptape_allow_dest) if ctx.options.mcptape_allow_dest else None
         # (an addon test's options may hold only ours: then mitmproxy rewrites nothing either)
         self.guard = Guard(getattr(ctx.options, "listen_host", None), ctx.options.mcptape_allow_host,
                            ctx.options.mcptape_allow_origin) if reverse else None
@@ -239,7 +249,24 @@ class Recorder:
             self._host_header = True
             ctx.options.keep_host_header = True
 
+    def http_connect(self, flow: mhttp.HTTPFlow) -> None:
+        self._refused_destination(flow)
+
+    def _refused_destination(self, flow: mhttp.HTTPFlow) -> bool:
+        """Regular mode with --allow-dest: a request (or a CONNECT) for anywhere else gets 403 here."""
+        if self.destinations is None or not isinstance(flow.client_conn.proxy_mode, mode_specs.RegularMode):
+            return False
+        if (flow.request.host, flow.request.port) in self.destinations:
+            return False
+        where = human.format_address((flow.request.host, flow.request.port))
+        text = f"mcptape: {where} is not an allowed destination (--allow-dest)"
+        body = {"jsonrpc": "2.0", "error": {"code": -32000, "message": f"Forbidden: {text}"}}
+        flow.response = mhttp.Response.make(403, json.dumps(body), {"content-type": http.JSON})
+        return True
+
     def _refused(self, flow: mhttp.HTTPFlow) -> bool:
+        if self._refused_destination(flow):
+            return True
         mode = flow.client_conn.proxy_mode
         if self.guard is None or not isinstance(mode, mode_specs.ReverseMode):
             return False
@@ -430,9 +457,9 @@ class Recorder:
     def _close(self, reason: str) -> None:
         if self.capture is not None:
             try:
-                self.exchanges = self.capture.recorded
+                self.exchanges = self._sink.exchanges if self._sink is not None else 0
                 self.capture.stop(self.clock(), reason)
-                self.failure = getattr(self.capture.sink, "failure", None)
+                self.failure = self._sink.failure if self._sink is not None else None
             except Exception as e:
                 logger.error(f"mcptape: closing the tape failed: {e}")
             self.capture = None

@@ -18,6 +18,7 @@ types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import struct
@@ -309,7 +310,26 @@ class Writer:
             raise TapeError(f"cannot write {self.path}: {e.strerror}") from None
 
     def write(self, record: Record) -> None:
-        self._file.write(encode(record))
+        """One record, all of it or none: a write cut short (a full disk, a file size limit) is taken back, so the
+        tape ends on a whole record and what was on disk before stays readable; then it raises OSError."""
+        frame = encode(record)
+        written = self._file.write(frame)
+        if written != len(frame):
+            self._short(frame, written or 0)
+
+    def _short(self, frame: bytes, written: int) -> None:
+        try:
+            while written < len(frame):
+                n = self._file.write(frame[written:])
+                if not n:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += n
+        except OSError:
+            if self._file.seekable():
+                end = self._file.seek(0, os.SEEK_CUR) - written
+                self._file.truncate(end)
+                self._file.seek(end)
+            raise
 
     def close(self, failed: bool = False) -> None:
         """`failed`: a whole tape is thrown away (nothing appears at its path)."""

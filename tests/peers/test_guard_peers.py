@@ -76,3 +76,33 @@ def test_recorder_allow_host_widens_it(demo_server, record):
         assert post(rec.url, Host="rebind.example")[0] == 200  # accepted here, and the upstream saw its own host
     finally:
         stop(rec.proc)
+
+
+def test_regular_mode_forwards_only_to_allowed_destinations(demo_server, record):
+    import urllib.error
+    import urllib.request
+
+    upstream = demo_server()
+    port = urlsplit(upstream).port
+    rec = record(None, "--mode", "regular", "--allow-dest", f"127.0.0.1:{port}")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": rec.url}))
+
+    def status(url: str) -> int:
+        request = urllib.request.Request(url, INIT.encode(), {"Content-Type": "application/json",
+                                                              "Accept": "application/json, text/event-stream"})
+        try:
+            with opener.open(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    assert status(upstream) == 200
+    assert status(f"http://127.0.0.1:{port + 1 if port < 65535 else port - 1}/mcp") == 403
+    code, out, err = rec.stop()
+    assert f"forwards only to 127.0.0.1:{port}" in out, out
+
+
+def test_regular_mode_says_it_forwards_anywhere(record):
+    rec = record(None, "--mode", "regular")
+    code, out, _ = rec.stop()
+    assert "forwards to any host:port" in out

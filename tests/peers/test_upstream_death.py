@@ -45,3 +45,26 @@ def test_a_dead_upstream_is_recorded_and_a_revived_one_answers_again(record):
     ends = [(recs[0]["msg"]["params"]["arguments"], recs[-1]["reason"]) for recs in calls]
     assert ends == [({"a": 1, "b": 2}, "complete"), ({"a": 2, "b": 2}, "upstream-unreachable"),
                     ({"a": 3, "b": 4}, "complete")], ends
+
+
+def test_a_full_disk_summary_counts_what_is_on_disk(demo_server, tmp_path):
+    """The tape may not grow past 8 KiB (ulimit -f): the closing line's count is what the tape holds."""
+    import re
+    import signal
+
+    from tests.test_reliability import Client
+
+    from ..conftest import start_recording
+
+    tape = tmp_path / "full.mcptape"
+    rec = start_recording(demo_server(), tape, wrap=("bash", "-c", 'trap "" XFSZ; ulimit -f 8; exec "$@"', "limit"))
+    client = Client(rec.url)
+    for n in range(120):
+        client.ping(n)
+    code, _, err = rec.stop(signal.SIGTERM)
+    said = re.search(r"holds the (\d+) exchanges recorded before that \((.+)\)", err)
+    assert said, err
+    recorded = read(tape)
+    assert recorded.truncated is None  # a cut write was taken back: the tape ends on a whole record
+    on_disk = sum(1 for r in recorded.records if r["kind"] == "http.request")
+    assert int(said.group(1)) == on_disk < 120
