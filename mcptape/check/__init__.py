@@ -3,7 +3,7 @@ one history (in the order given), so a rule can see an id issued in one tape and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ..model import Model, Observer, collector_paused
 from ..tape.file import Reader
@@ -24,6 +24,15 @@ def check(paths: list[str], watchers: list[Observer] = ()) -> Iterator[Finding]:
                               f"the tape is truncated ({reader.truncated}); checked the {reader.count} records "
                               f"before it", spec.CAPTURE, reader.count, None)
         yield from model.finish()
+
+
+def check_records(tapes: Iterable[tuple[str, Iterable[dict]]], watchers: list[Observer] = ()) -> Iterator[Finding]:
+    """Findings of tapes held in memory, as (name, records) pairs read as one history: what tests built with
+    `mcptape.testing.builder` check."""
+    model = Model([*all_rules(), *watchers])
+    for name, items in tapes:
+        yield from model.feed_tape(name, items)
+    yield from model.finish()
 
 
 def at_or_above(severity: str, threshold: str) -> bool:

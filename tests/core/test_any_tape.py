@@ -23,7 +23,7 @@ from mcptape.tape import json_form, records
 from mcptape.tape.file import Reader
 from mcptape.wire import jsonrpc, sse
 
-from .conftest import write_tape
+from ..conftest import write_tape
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "x", "1", "initialize"]),
                     st.floats(allow_nan=False, allow_infinity=False))

@@ -18,7 +18,7 @@ from mcptape.tape import records
 from mcptape.tape.file import Reader
 from mcptape.wire import sse
 
-from .conftest import write_tape
+from ..conftest import write_tape
 
 JSON = [("content-type", "application/json")]
 
