@@ -805,8 +805,10 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, allow_hosts, a
     except ValueError as e:
         raise Failure(str(e)) from None
     _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
-    if log and os.path.exists(log) and not force:
-        raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
+    if log and "{" not in log:
+        from .output import Output
+
+        Output(log, force)  # refused before serving, as every output file is (output.py)
     log_mode = "force" if force else "new"
     if stdio:
         from . import TOOL
