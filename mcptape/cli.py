@@ -384,11 +384,11 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         else:
             ca = os.path.join(os.path.expanduser("~/.mitmproxy"), "mitmproxy-ca-cert.pem")
             click.echo(f"mcptape: recording MCP traffic into {output} through the HTTP proxy at {bound}")
+            click.echo(f"mcptape: set HTTP_PROXY={bound} HTTPS_PROXY={bound} (and NO_PROXY= so loopback is proxied)")
+            click.echo(f"mcptape: for https, trust {ca} (SSL_CERT_FILE, REQUESTS_CA_BUNDLE or NODE_EXTRA_CA_CERTS)")
             dests = allow.get("mcptape_allow_dest")
             click.echo(f"mcptape: it forwards only to {', '.join(dests)}" if dests else
                        "mcptape: it forwards to any host:port a client names (--allow-dest HOST[:PORT] limits it)")
-            click.echo(f"mcptape: set HTTP_PROXY={bound} HTTPS_PROXY={bound} (and NO_PROXY= so loopback is proxied)")
-            click.echo(f"mcptape: for https, trust {ca} (SSL_CERT_FILE, REQUESTS_CA_BUNDLE or NODE_EXTRA_CA_CERTS)")
         click.echo("mcptape: Ctrl-C stops", err=True)
         sys.stdout.flush()
 

@@ -163,6 +163,7 @@ class Recorder:
         self._host_header = False  # reverse mode: we, not mitmproxy, present the upstream's Host (after the guard)
         self.refused = 0
         self.upstream_down = False  # said so on stderr, until the upstream answers again
+        self._lazy = False  # mitmproxy connects upstream only once a request is read
 
     def load(self, loader) -> None:
         mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
@@ -242,6 +243,7 @@ class Recorder:
         hook sees it, so we keep the client's Host, check it, and rewrite it ourselves."""
         reverse = any(mode_specs.ProxyMode.parse(m).type_name == "reverse" for m in ctx.options.mode)
         self.destinations = HostList(ctx.options.mcptape_allow_dest) if ctx.options.mcptape_allow_dest else None
+        self._lazy = getattr(ctx.options, "connection_strategy", None) == "lazy"
         # (an addon test's options may hold only ours: then mitmproxy rewrites nothing either)
         self.guard = Guard(getattr(ctx.options, "listen_host", None), ctx.options.mcptape_allow_host,
                            ctx.options.mcptape_allow_origin) if reverse else None
@@ -302,8 +304,8 @@ class Recorder:
         connect (closed at once) finds out first, so the client gets a JSON-RPC error that names the cause. A
         connection already open upstream is not tried again."""
         mode = flow.client_conn.proxy_mode
-        if not isinstance(mode, mode_specs.ReverseMode) or flow.server_conn.connected:
-            return None
+        if not self._lazy or not isinstance(mode, mode_specs.ReverseMode) or flow.server_conn.connected:
+            return None  # (eager: mitmproxy connected when the client did)
         try:
             _, writer = await asyncio.wait_for(asyncio.open_connection(*mode.address), UPSTREAM_TIMEOUT)
         except TimeoutError:
