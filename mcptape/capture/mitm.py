@@ -161,7 +161,7 @@ class Recorder:
         self.guard: Guard | None = None  # reverse mode: who may come in (Host, Origin); guard.py
         self.destinations: HostList | None = None  # regular mode: where requests may go (None: anywhere)
         self._host_header = False  # reverse mode: we, not mitmproxy, present the upstream's Host (after the guard)
-        self.refused = 0
+        self.refused = 0  # requests the guard answered (said on stderr once)
         self.upstream_down = False  # said so on stderr, until the upstream answers again
         self._lazy = False  # mitmproxy connects upstream only once a request is read
 
@@ -206,7 +206,7 @@ class Recorder:
         except edits.EditError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.editor = edits.Editor(parsed) if parsed else None
-        self._configure_guard()
+        self._configure_modes()
         try:
             self.keep = human.parse_size(ctx.options.mcptape_store_streamed_bodies)
         except ValueError as e:
@@ -237,10 +237,11 @@ class Recorder:
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
-    def _configure_guard(self) -> None:
-        """In reverse mode the client talks to us as to a server, so we check Host and Origin as a server must
-        (a regular proxy's Host names the destination). mitmproxy would rewrite Host to the upstream's before any
-        hook sees it, so we keep the client's Host, check it, and rewrite it ourselves."""
+    def _configure_modes(self) -> None:
+        """What each proxy mode lets in and out. In reverse mode the client talks to us as to a server, so we check
+        Host and Origin as a server must (a regular proxy's Host names the destination); mitmproxy would rewrite
+        Host to the upstream's before any hook sees it, so we keep the client's Host, check it, and rewrite it
+        ourselves. In regular mode, --allow-dest limits where requests go."""
         reverse = any(mode_specs.ProxyMode.parse(m).type_name == "reverse" for m in ctx.options.mode)
         self.destinations = HostList(ctx.options.mcptape_allow_dest) if ctx.options.mcptape_allow_dest else None
         self._lazy = getattr(ctx.options, "connection_strategy", None) == "lazy"
@@ -409,8 +410,8 @@ class Recorder:
         self._channels[session] = channel
 
     async def response(self, flow: mhttp.HTTPFlow) -> None:
-        if UNREACHABLE not in flow.metadata:
-            self.upstream_down = False  # it answered again: a later outage is said again
+        if flow.server_conn.connected:
+            self.upstream_down = False  # it is back: a later outage is said again
         plan: edits.Plan | None = flow.metadata.get(PLAN)
         if plan is not None and plan.drop and not plan.replaces_answer:
             await self._withhold(flow)
