@@ -164,6 +164,7 @@ class Recorder:
         self.refused = 0  # requests the guard answered (said on stderr once)
         self.upstream_down = False  # said so on stderr, until the upstream answers again
         self._lazy = False  # mitmproxy connects upstream only once a request is read
+        self._upstream: set[str] = set()  # client connections with a connection open upstream
 
     def load(self, loader) -> None:
         mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
@@ -299,13 +300,22 @@ class Recorder:
         if flow.response is None and flow.live and (cause := await self._unreachable(flow)):
             self._answer_unreachable(flow, cause)
 
+    def server_connected(self, data) -> None:
+        self._upstream.add(data.client.id)
+
+    def server_disconnected(self, data) -> None:
+        self._upstream.discard(data.client.id)
+
+    def client_disconnected(self, client) -> None:
+        self._upstream.discard(client.id)
+
     async def _unreachable(self, flow: mhttp.HTTPFlow) -> str | None:
         """Reverse mode, before the first request of a client connection goes upstream: why the upstream cannot be
         reached, else None. mitmproxy would answer an HTML 502 the client cannot read and say nothing; a TCP
         connect (closed at once) finds out first, so the client gets a JSON-RPC error that names the cause. A
         connection already open upstream is not tried again."""
         mode = flow.client_conn.proxy_mode
-        if not self._lazy or not isinstance(mode, mode_specs.ReverseMode) or flow.server_conn.connected:
+        if not self._lazy or not isinstance(mode, mode_specs.ReverseMode) or flow.client_conn.id in self._upstream:
             return None  # (eager: mitmproxy connected when the client did)
         try:
             _, writer = await asyncio.wait_for(asyncio.open_connection(*mode.address), UPSTREAM_TIMEOUT)
@@ -410,7 +420,7 @@ class Recorder:
         self._channels[session] = channel
 
     async def response(self, flow: mhttp.HTTPFlow) -> None:
-        if flow.server_conn.connected:
+        if flow.client_conn.id in self._upstream:
             self.upstream_down = False  # it is back: a later outage is said again
         plan: edits.Plan | None = flow.metadata.get(PLAN)
         if plan is not None and plan.drop and not plan.replaces_answer:
