@@ -334,9 +334,13 @@ class _Scrub:
                 new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
             else:
                 new_value = self.text(value, path) if len(value) >= _SHORTEST else value
-            path[2] = 0
-            new_name = self.text(name, path) if len(name) >= _SHORTEST else name
-            if new_value is not value or new_name is not name:
+            new_name = name
+            if len(name) >= _SHORTEST:
+                new_name = self.cache.get(name) if self.cache is not None else None
+                if new_name is None:
+                    path[2] = 0
+                    new_name = self.text(name, path)
+            if new_value is not value or new_name != name:
                 out = out or [list(p) for p in pairs]
                 out[i] = [new_name, new_value]
         return pairs if out is None else out
@@ -394,10 +398,12 @@ class _Scrub:
             if top and key in _PROTOCOL_KEYS or key in NEVER_KEYS:
                 continue
             if isinstance(key, str) and len(key) >= _SHORTEST:  # a key is text a peer chose, too
-                path.append(key)
-                new_key = self.text(key, path)
-                path.pop()
-                if new_key is not key:
+                new_key = self.cache.get(key) if self.cache is not None else None  # keys repeat: most are here
+                if new_key is None:
+                    path.append(key)
+                    new_key = self.text(key, path)
+                    path.pop()
+                if new_key != key:
                     renamed = renamed or {}
                     renamed[key] = new_key
             if not top and (item is None or item is True or item is False):
