@@ -93,10 +93,12 @@ class Result:
 class Gauntlet:
     def __init__(self, tape: str, command: list[str], faults: list[str] | None = None, at: list[str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_runs: int = DEFAULT_MAX_RUNS, stdio: bool | None = None,
-                 logs: str | None = None, ignore: list[str] | None = None, match_meta: bool = False) -> None:
+                 logs: str | None = None, ignore: list[str] | None = None, match_meta: bool = False,
+                 allow: dict | None = None) -> None:
         """Raises ValueError for an unknown fault, a bad position or JSON pointer, TapeError for a tape that cannot
         be read. `stdio`: the client spawns its server (default: when `{server}` is in its command). `ignore`,
-        `match_meta`: how the replay matches requests (as `mcptape replay` takes them)."""
+        `match_meta`: how the replay matches requests (as `mcptape replay` takes them). `allow`: the replays'
+        allow_hosts and allow_origins (replay.serving)."""
         from ..edits import parse
         from ..replay.recorded import load
         from ..wire import pointer
@@ -110,6 +112,7 @@ class Gauntlet:
                 pointer.parse(p)
             except ValueError as e:
                 raise ValueError(f"--ignore {p!r}: {e}") from None
+        self.allow = allow or {}
         self.stdio = uses_stdio(command) if stdio is None else stdio
         self.recording = load(tape)
         self.recorded_requests = recorded_requests(self.recording)

@@ -211,7 +211,8 @@ def _serve_and_run(gauntlet: Any, run: Run, workdir: Path) -> tuple[int | None, 
         try:
             editor = Editor([parse(run.edit)]) if run.edit else None
             replayer = Replayer(gauntlet.recording, list(gauntlet.ignore), editor, gauntlet.match_meta)
-            replay, close = background.enter(serving(gauntlet.tape, log=log, replayer=replayer, log_mode="force"))
+            replay, close = background.enter(serving(gauntlet.tape, log=log, replayer=replayer, log_mode="force",
+                                                          **gauntlet.allow))
             try:
                 env["MCPTAPE_URL"] = replay.url
                 exit_code = _client(gauntlet, run, expand(gauntlet.command, replay.url, None), env, workdir)
