@@ -3,7 +3,8 @@
 It is built in one pass, record by record, so a tape of any length is analysed in flat memory: an exchange is
 kept while it is open, a call while it is unsettled. Whoever reads the model (check, diff, show) subscribes to
 what it settles: `Observer.record` sees every record with the model's view of it, `Observer.call` every call once
-it is settled (answered, or at the end of the history).
+it is settled (answered, or at the end of the history), with its `outcome`; `Observer.noted` the records the model
+noticed something on, as typed facts (facts.py).
 
 Correlation follows the protocol, not the transport: a response belongs to the request with the same id sent the
 other way in the same session (both sides issue requests with their own id spaces), wherever it arrived: on the
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
+                    ResponseOnGetStream, SessionTransition)
 from .tape import records
 from .wire import http, jsonrpc
 
@@ -143,6 +146,7 @@ class Call:
     progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
     cancel: tuple[int, float, Any] | None = None
     injected: bool = False
+    outcome: Outcome | None = None  # how it ended: decided when it settles, before its messages are dropped
     # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
     key: tuple = ()
     token_key: tuple | None = None
@@ -162,12 +166,9 @@ class Call:
 
 @dataclass(slots=True)
 class Seen:
-    """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
-    the model noticed on it: ("duplicate-request", the earlier Call), ("orphan-response", msg),
-    ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages;
-    ("response-on-get-stream", msg): an answer on the standalone GET stream of a session, which is no resumed
-    stream; ("malformed", the record's `problem`: what the recorder found wrong with the message); ("transition",
-    (Session, Transition)): a step of a session's life this record made."""
+    """A record as the model understands it: where it sits, which session and exchange it belongs to, and the
+    facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late answer,
+    progress after the answer, an answer on the GET stream, a malformed message)."""
 
     tape: str
     seq: int
@@ -175,10 +176,10 @@ class Seen:
     t: float = 0.0
     session: Session | None = None
     exchange: Exchange | None = None
-    notes: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[Fact, ...] = ()
 
-    def note(self, what: str, subject: Any) -> None:
-        self.notes += ((what, subject),)
+    def note(self, fact: Fact) -> None:
+        self.notes += (fact,)
 
 
 class Observer:
@@ -254,7 +255,7 @@ class Model:
                 if found:
                     yield from found
             if "problem" in record:
-                seen.note("malformed", record["problem"])
+                seen.note(Malformed(record["problem"]))
             if seen.notes:
                 for observer in noted:
                     found = observer.noted(seen, self)
@@ -279,6 +280,7 @@ class Model:
         if self._calls.get(key) is call:
             del self._calls[key]
         out: list[Any] = []
+        call.outcome = Outcome.of(call)
         for observer in self._call_observers:
             found = observer.call(call, self)
             if found:
@@ -316,7 +318,7 @@ class Model:
     def _transition(self, seen: Seen, session: Session, kind: str, status: int | None = None,
                     injected: bool = False) -> Transition:
         step = Transition(kind, seen.seq, seen.t, status, injected)
-        seen.note("transition", (session, step))
+        seen.note(SessionTransition(session, step))
         return step
 
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
@@ -485,7 +487,7 @@ class Model:
             # before 2026-07-28 an id may never be used twice in a session; since then, not while in flight
             earlier = self._settled.get(key)
         if earlier is not None:
-            seen.note("duplicate-request", earlier)
+            seen.note(DuplicateRequest(earlier))
         self._calls[key] = call
         token = meta.get("progressToken")
         if token is not None:
@@ -497,7 +499,7 @@ class Model:
     def _response(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None,
                   settled: list[Call]) -> None:
         if ex is not None and ex.get_stream and ex.last_event_id is None and session.transport == STREAMABLE:
-            seen.note("response-on-get-stream", msg)
+            seen.note(ResponseOnGetStream(msg))
         asked = records.C2S if direction == records.S2C else records.S2C
         key = (id(session), asked, jsonrpc.id_key(msg.get("id")))
         call = self._calls.get(key)
@@ -510,12 +512,12 @@ class Model:
         if call is None:
             late = self._settled.get(key)
             if late is not None:
-                seen.note("late-response", late)
+                seen.note(LateResponse(late))
             else:
-                seen.note("orphan-response", msg)
+                seen.note(OrphanResponse(msg))
             return
         if call.response_seq is not None:  # answered already in this same record (a batch): a second answer
-            seen.note("late-response", call)
+            seen.note(LateResponse(call))
             return
         call.response, call.response_seq = msg, seen.seq
         if call.method == "initialize" and "result" in msg:
@@ -540,7 +542,7 @@ class Model:
             if call is not None:
                 call.progress.append((seen.seq, t, params.get("progress")))
             elif (late := self._settled_tokens.get((id(session), token))) is not None:
-                seen.note("progress-after-response", late)
+                seen.note(ProgressAfterResponse(late))
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())

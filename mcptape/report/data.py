@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..check import check
+from ..facts import Outcome
 from ..model import Call, Model, Observer, Seen, Session
 from ..show import describe
 from ..tape import json_form, records
@@ -69,29 +70,20 @@ class _Watch(Observer):
 
     def call(self, call: Call, model: Model) -> None:
         response = call.response
-        outcome, error = "no answer", None
+        outcome, error = _WORDS[call.outcome], None
         status = call.exchange.status if call.exchange is not None else None
-        if response is not None:
-            if "error" in response:
-                outcome = "error"
-                err = response.get("error")
-                error = {"code": err.get("code"), "message": str(err.get("message"))[:200]} \
-                    if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
-            else:
-                outcome = "result"
-                result = response.get("result")
-                if isinstance(result, dict) and result.get("isError") is True:
-                    outcome = "tool error"
-        elif call.rejected_status is not None:
+        if call.outcome is Outcome.ERROR:
+            err = response.get("error")
+            error = {"code": err.get("code"), "message": str(err.get("message"))[:200]} \
+                if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
+        elif call.outcome is Outcome.REJECTED:
             outcome = f"HTTP {call.rejected_status}"
-        elif call.cancel is not None:
-            outcome = "cancelled"
         self._peers(call, response)
         t = _seconds(call.t, self.now)
         self.calls.append({
             "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
             "name": _name(call.request), "record": call.seq, "t": t, "response_record": call.response_seq,
-            "duration_ms": round((self.now - t) * 1000, 3) if call.answered else None,
+            "duration_ms": round((self.now - t) * 1000, 3) if call.outcome.answered else None,
             "outcome": outcome, "error": error, "status": status, "progress": len(call.progress),
             "injected": call.injected or (call.exchange is not None and call.exchange.injected),
         })
@@ -111,6 +103,11 @@ class _Watch(Observer):
             info = info.get(f"{side}Info") if isinstance(info, dict) else None
             if isinstance(info, dict) and side not in self.peers and isinstance(info.get("name"), str):
                 self.peers[side] = " ".join(str(x) for x in (info.get("name"), info.get("version")) if x)
+
+
+# How the report says an outcome (its JSON's words; a refusal names its status)
+_WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "tool error", Outcome.ERROR: "error",
+          Outcome.REJECTED: "HTTP", Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "no answer"}
 
 
 def _seconds(t: Any, otherwise: float) -> float:
