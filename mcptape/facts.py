@@ -17,7 +17,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .model import Call, Session, Transition
+    from .lifecycle import Transition
+    from .model import Call, Session
 
 
 class Fact:

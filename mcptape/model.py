@@ -14,7 +14,6 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from urllib.parse import urlsplit
 
 from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
                     ResponseOnGetStream, SessionTransition)
+# the lifecycle's names, read by check, show and replay through the model too
+from .lifecycle import DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, Transition, refusal_text
 from .tape import records
 from .wire import http, jsonrpc
 
@@ -34,37 +35,8 @@ STATELESS = "stateless-http"  # 2026-07-28
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
-# A session's life, decided here once and read by check, show, diff and replay (docs/sessions.md):
-OPENED = "opened"  # initialize answered with its id, a legacy endpoint announced, a stdio initialize answered
-REFUSED = "refused"  # a request carrying it got a status that says it is gone (the server's own word)
-DELETED = "deleted"  # the client's DELETE was answered 2xx
-EXPIRED = "expired"  # an edit declared it gone (an injected answer): mcptape's doing, not the server's
-ENDED = "ended"  # the stdio server exited, the legacy channel closed
-SUPERSEDED = "superseded"  # dead, and the client then started a new session (initialize without a session id)
-
-# Statuses a server refuses a session with when it does not say 404 (what the spec asks); 410 says "gone" itself.
-_REFUSALS = (400, 401, 403, 410)
-# The only evidence left when a session the tape thinks alive is refused with 400/401/403: how the server words
-# it. Matched broadly: "Session not found", "Invalid or expired session", "No valid session ID provided",
-# "Session terminated", "unknown session", …
-_SESSION_GONE = re.compile(r"session.{0,40}(not found|expired|invalid|unknown|terminated|no longer|closed|gone|"
-                           r"does not exist|no valid)|(unknown|invalid|expired|stale|terminated|closed|no valid)"
-                           r".{0,20}session", re.IGNORECASE | re.DOTALL)
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """One step of a session's life, where it happened: the record, its time, the HTTP status that made it (if
-    any), and whether an edit made it (an injected answer, or a request an edit selected)."""
-
-    kind: str
-    seq: int
-    t: float
-    status: int | None = None
-    injected: bool = False
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "record": self.seq, "status": self.status, "injected": self.injected}
+# A session's life (opened, refused, deleted, expired, ended, superseded) is decided by lifecycle.py's table, which
+# the model asks; check, show, diff and replay read it (docs/sessions.md).
 
 
 @dataclass
@@ -74,19 +46,21 @@ class Session:
     transport: str
     version: str | None = None  # negotiated: initialize's answer, or the 2026 header
     initialized: bool = False
-    opened: Transition | None = None
-    dead: Transition | None = None  # refused, deleted or expired: the first that happened
-    ended: Transition | None = None
-    superseded: Transition | None = None
-    refused_with: int | None = None  # the status it was refused with once gone (a replay answers so)
-    # a session first met on a request, never opened in the tape: `unknown` when the tape holds its conversations
-    # from their start (the server should not know the id either), `midway` when the capture began after it opened
-    unknown: bool = False
-    midway: bool = False
+    life: Life = field(default_factory=Life)  # its state, and the steps that made it (lifecycle.py)
     # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
     # client closed the server's stdin; s2c, the server closed its stdout
     left: dict[str, int] = field(default_factory=dict)
     resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
+
+    # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
+    # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
+    opened = property(lambda self: self.life.opened)
+    dead = property(lambda self: self.life.dead)
+    ended = property(lambda self: self.life.ended)
+    superseded = property(lambda self: self.life.superseded)
+    refused_with = property(lambda self: self.life.refused_with)
+    unknown = property(lambda self: self.life.unknown)
+    midway = property(lambda self: self.life.midway)
 
     @property
     def short(self) -> str:
@@ -308,18 +282,17 @@ class Model:
         """The session a request carries; one the tape never saw opened is unknown, or was opened before the
         capture began."""
         session = self.session(label, transport)
-        if session.opened is None and not session.unknown and not session.midway:
-            if self._started:
-                session.unknown = True
-            else:
-                session.midway = True
+        session.life.met(self._started)
         return session
 
     def _transition(self, seen: Seen, session: Session, kind: str, status: int | None = None,
-                    injected: bool = False) -> Transition:
+                    injected: bool = False) -> bool:
+        """A step of the session's life, if its lifecycle takes it from where the session stands."""
         step = Transition(kind, seen.seq, seen.t, status, injected)
+        if not session.life.take(step):
+            return False
         seen.note(SessionTransition(session, step))
-        return step
+        return True
 
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
@@ -343,7 +316,7 @@ class Model:
         elif not sent and isinstance(ex.msg, dict) and ex.msg.get("method") == "initialize":
             self._started = True
             for dead in self._dead:  # the client starts anew: the sessions it lost are replaced
-                dead.superseded = self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
+                self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
             self._dead.clear()
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
@@ -368,7 +341,7 @@ class Model:
             # the answer to initialize names the session it opened (ignore ids on error answers: the SDK mints a
             # throw-away one on its 400)
             ex.session = self.session(sent, STREAMABLE)
-            ex.session.opened = ex.session.opened or self._transition(seen, ex.session, OPENED, status)
+            self._transition(seen, ex.session, OPENED, status)
         if ex.session is None and ex.msg is not None and ok:
             # no session at all: a stateless server answering a handshake-era client
             ex.session = self.session(f"sessionless:{self.tape}:conn{ex.conn}", STREAMABLE)
@@ -388,21 +361,10 @@ class Model:
     def _lifecycle(self, seen: Seen, ex: Exchange, session: Session, status: int) -> None:
         """What the answer to a request that carried a session says of that session's life."""
         r = seen.record
-        if session.dead is not None:  # how the server goes on answering it is for the rules to judge
-            if status >= 400 and session.refused_with is None:
-                session.refused_with = status
-            return
         injected = bool(r.get("injected")) or ex.injected
-        if ex.method == "DELETE" and 200 <= status < 300:
-            kind = DELETED
-        elif status == 404 or status == 410 or (status in _REFUSALS and (session.unknown or _says_gone(r))):
-            kind = EXPIRED if injected else REFUSED  # (an unknown id refused at all: the server does not know it)
-        else:
-            return
-        session.dead = self._transition(seen, session, kind, status, injected)
-        if kind != DELETED:
-            session.refused_with = status
-        self._dead.append(session)
+        kind = session.life.answer(ex.method, status, injected, r)
+        if kind is not None and self._transition(seen, session, kind, status, injected):
+            self._dead.append(session)
 
     def _sse_event(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
@@ -418,7 +380,7 @@ class Model:
             ex.session = self.session(r.get("session") or f"sse:{self.tape}:{ex.number}", LEGACY_SSE)
             self._legacy_paths[urlsplit(r["data"]).path] = ex.session
             self._started = True
-            ex.session.opened = ex.session.opened or self._transition(seen, ex.session, OPENED)
+            self._transition(seen, ex.session, OPENED)
         session = seen.session = ex.session
         if session is not None and "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
@@ -430,8 +392,8 @@ class Model:
             return
         ex.end = r.get("reason")
         seen.exchange, seen.session = ex, ex.session
-        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream and not ex.session.ended:
-            ex.session.ended = self._transition(seen, ex.session, ENDED, injected=ex.injected)
+        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream:
+            self._transition(seen, ex.session, ENDED, injected=ex.injected)
         ex.headers, ex.msg = [], None  # see Exchange
 
     def _stdio_session(self) -> Session:
@@ -441,8 +403,7 @@ class Model:
         session = seen.session = self._stdio_session()
         r = seen.record
         if r["kind"] == records.STDIO_EXIT:
-            if not session.ended:
-                session.ended = self._transition(seen, session, ENDED)
+            self._transition(seen, session, ENDED)
         elif r["kind"] == records.STDIO_EOF:
             session.left.setdefault(r.get("dir"), seen.seq)
         elif "msg" in r:
@@ -522,8 +483,7 @@ class Model:
         call.response, call.response_seq = msg, seen.seq
         if call.method == "initialize" and "result" in msg:
             session.initialized = True
-            if session.opened is None:  # stdio and legacy: no id to hand out; the handshake opens it
-                session.opened = self._transition(seen, session, OPENED)
+            self._transition(seen, session, OPENED)  # stdio and legacy: no id to hand out; the handshake opens it
             version = msg["result"].get("protocolVersion") if isinstance(msg["result"], dict) else None
             session.version = version or session.version
         settled.append(call)
@@ -580,21 +540,6 @@ class Recent:
     def get(self, key: Any) -> Any:
         found = self.new.get(key)
         return self.old.get(key) if found is None else found
-
-
-def refusal_text(response: dict) -> str:
-    """What an HTTP refusal said: its JSON-RPC error's message, else its text body (the start of it)."""
-    body = response.get("msg")
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"]).strip()
-    raw = response.get("raw")
-    return raw[:2000].decode("utf-8", "replace").strip() if isinstance(raw, bytes) else ""
-
-
-def _says_gone(response: dict) -> bool:
-    """The server's own words, where they are the only evidence."""
-    return bool(_SESSION_GONE.search(refusal_text(response)))
 
 
 _NO_META: dict = {}
