@@ -1,5 +1,6 @@
 """A tape's HTTP exchanges as a mitmproxy flow file, which `mitmweb -r` and `mitmproxy -r` open: one HTTPFlow per
-exchange, in request order (har.exchanges groups the records, for both formats), with the times the tape holds.
+exchange, in request order (the model groups the records; har.exchanges reads them, for both formats), with the
+times the tape holds.
 
 An SSE response becomes the whole stream as its body (the events written out again, in the order they passed), so
 mitmweb shows it through the MCP contentview. An exchange that did not end complete gets mitmproxy's own `error`

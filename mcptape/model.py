@@ -4,7 +4,8 @@ It is built in one pass, record by record, so a tape of any length is analysed i
 kept while it is open, a call while it is unsettled. Whoever reads the model (check, diff, show) subscribes to
 what it settles: `Observer.record` sees every record with the model's view of it, `Observer.call` every call once
 it is settled (answered, or at the end of the history), with its `outcome`; `Observer.noted` the records the model
-noticed something on, as typed facts (facts.py).
+noticed something on, as typed facts (facts.py); `Observer.exchange` each HTTP exchange once it is over, with its
+records (the exports: HAR, mitmproxy flows).
 
 Correlation follows the protocol, not the transport: a response belongs to the request with the same id sent the
 other way in the same session (both sides issue requests with their own id spaces), wherever it arrived: on the
@@ -96,6 +97,20 @@ class Exchange:
     injected: bool = False
     calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
     mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
+    passed: Passed | None = None  # its records, while an observer reads whole exchanges
+
+
+@dataclass(slots=True)
+class Passed:
+    """An exchange's records as they passed, for whoever exports whole exchanges (HAR, mitmproxy flows): the
+    request, the head of the response, the SSE events, the end, and every record about it in order (edits
+    included). Kept only while an observer reads exchanges (Observer.exchange): check never pays for it."""
+
+    request: dict
+    response: dict | None = None
+    events: list[dict] = field(default_factory=list)
+    end: dict | None = None
+    records: list[dict] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -172,6 +187,11 @@ class Observer:
     def call(self, call: Call, model: Model) -> Iterable[Any] | None:
         return None
 
+    def exchange(self, ex: Exchange, model: Model) -> Iterable[Any] | None:
+        """An HTTP exchange is over: its end came, a request took its number, or the tape ended first. Its
+        records are in `ex.passed` (the model keeps them only when an observer overrides this)."""
+        return None
+
     def finish(self, model: Model) -> Iterable[Any]:
         return ()
 
@@ -205,6 +225,8 @@ class Model:
         self._any_kind_observers = [o for o in watching if o.kinds is None]  # for kinds this mcptape does not know
         self._noted_observers = [o for o in observers if type(o).noted is not Observer.noted]
         self._call_observers = [o for o in observers if type(o).call is not Observer.call]
+        self._exchange_observers = [o for o in observers if type(o).exchange is not Observer.exchange]
+        self._over: list[Exchange] = []  # exchanges a record ended, for the exchange observers
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
 
     # -- feeding ---------------------------------------------------------------------------------------------------
@@ -217,7 +239,7 @@ class Model:
         self._exchanges = {}
         self._started = False
         handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
-        noted, settled = self._noted_observers, self._settled_now
+        noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
             seen = Seen(name, seq, record, record.get("t", 0.0))
             kind = record.get("kind")
@@ -239,6 +261,21 @@ class Model:
                 for call in settled:
                     yield from self._settle(call)
                 settled.clear()
+            if over:
+                yield from self._exchanges_over(over)
+        if self._exchange_observers:  # the tape ended before these did
+            yield from self._exchanges_over(list(self._exchanges.values()))
+
+    def _exchanges_over(self, over: list[Exchange]) -> list[Any]:
+        out: list[Any] = []
+        for ex in over:
+            for observer in self._exchange_observers:
+                found = observer.exchange(ex, self)
+                if found:
+                    out += found
+            ex.passed = None
+        over.clear()
+        return out
 
     def _capture_start(self, seen: Seen, settled: list[Call]) -> None:
         self._run += 1
@@ -318,6 +355,10 @@ class Model:
             for dead in self._dead:  # the client starts anew: the sessions it lost are replaced
                 self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
             self._dead.clear()
+        if self._exchange_observers:
+            ex.passed = Passed(r, records=[r])
+            if (replaced := self._exchanges.get(ex.number)) is not None:
+                self._over.append(replaced)  # a new request took its number before it ended
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
         if session is not None and "msg" in r:
@@ -330,6 +371,9 @@ class Model:
         if ex is None:
             return
         seen.exchange = ex
+        if ex.passed is not None:
+            ex.passed.response = r
+            ex.passed.records.append(r)
         if r.get("injected"):
             ex.injected = True  # an edit changed what the client got from here on
         ex.status = status = r.get("status")
@@ -372,6 +416,9 @@ class Model:
         if ex is None:
             return
         seen.exchange = ex
+        if ex.passed is not None:
+            ex.passed.events.append(r)
+            ex.passed.records.append(r)
         if r.get("injected"):
             ex.injected = True  # an edit changed what the client got from here on
         if r.get("id"):
@@ -392,6 +439,10 @@ class Model:
             return
         ex.end = r.get("reason")
         seen.exchange, seen.session = ex, ex.session
+        if ex.passed is not None:
+            ex.passed.end = r
+            ex.passed.records.append(r)
+            self._over.append(ex)
         if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream:
             self._transition(seen, ex.session, ENDED, injected=ex.injected)
         ex.headers, ex.msg = [], None  # see Exchange
@@ -417,6 +468,8 @@ class Model:
         if ex is not None:
             ex.injected = True
             seen.exchange, seen.session = ex, ex.session
+            if ex.passed is not None:
+                ex.passed.records.append(r)
         elif "request_id" in r:
             call = self._calls.get((id(self._stdio_session()), records.C2S, jsonrpc.id_key(r["request_id"])))
             if call is not None:
