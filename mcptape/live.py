@@ -66,9 +66,9 @@ class LiveView(Observer):
     def record(self, seen: Seen, model: Model) -> None:
         r, ex = seen.record, seen.exchange
         self._now = seen.t
-        if r.get("kind") == records.EDIT and ex is not None:
+        if seen.kind == records.EDIT and ex is not None:
             self._edits.setdefault(ex.number, []).extend(r.get("edits") or [])
-        elif r.get("kind") == records.HTTP_RESPONSE and ex is not None and (ex.status or 0) >= 400 and "msg" not in r:
+        elif seen.kind == records.HTTP_RESPONSE and ex is not None and (ex.status or 0) >= 400 and "msg" not in r:
             # refused without a JSON-RPC answer: its calls stay open in the model, but the client has its answer
             self._said.add(ex.number)
             edits = self._edits.pop(ex.number, []) or bool(r.get("injected"))

@@ -162,6 +162,7 @@ class Seen:
     tape: str
     seq: int
     record: dict
+    kind: Any  # the record's kind (records.KINDS; anything in a hostile tape)
     t: float = 0.0
     session: Session | None = None
     exchange: Exchange | None = None
@@ -241,8 +242,8 @@ class Model:
         handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
         noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
-            seen = Seen(name, seq, record, record.get("t", 0.0))
             kind = record.get("kind")
+            seen = Seen(name, seq, record, kind, record.get("t", 0.0))
             handler = handlers.get(kind)
             if handler is not None:
                 handler(seen, settled)
@@ -397,7 +398,8 @@ class Model:
         if ex.msg is not None and not ex.calls_known:
             # the request that opened the session (initialize) is read now that its session is known
             ex.calls_known = True
-            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, ex.t, session, ex)
+            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, records.HTTP_REQUEST, ex.t, session,
+                           ex)
             self._messages(request, session, records.C2S, ex.msg, ex, settled)
         if "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
@@ -453,9 +455,9 @@ class Model:
     def _stdio(self, seen: Seen, settled: list[Call]) -> None:
         session = seen.session = self._stdio_session()
         r = seen.record
-        if r["kind"] == records.STDIO_EXIT:
+        if seen.kind == records.STDIO_EXIT:
             self._transition(seen, session, ENDED)
-        elif r["kind"] == records.STDIO_EOF:
+        elif seen.kind == records.STDIO_EOF:
             session.left.setdefault(r.get("dir"), seen.seq)
         elif "msg" in r:
             self._messages(seen, session, r.get("dir", records.C2S), r["msg"], None, settled)

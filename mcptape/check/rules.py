@@ -191,7 +191,6 @@ class Messages(Observer):
         return list(self._noted(seen))
 
     def _noted(self, seen: Seen) -> Iterator[Finding]:
-        r = seen.record
         for fact in seen.notes:
             match fact:
                 case OrphanResponse(msg):
@@ -214,7 +213,7 @@ class Messages(Observer):
                                        f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed "
                                        f"stream", spec.GET_STREAM, request_id=msg.get("id"))
                 case Malformed(problem) if problem and self._protocol_channel(seen):
-                    kind = r["kind"]
+                    kind = seen.kind
                     clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
                               spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
                     yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning",
@@ -224,7 +223,7 @@ class Messages(Observer):
     def _protocol_channel(seen: Seen) -> bool:
         """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
         event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
-        kind = seen.record["kind"]
+        kind = seen.kind
         if kind == records.STDIO_LINE:
             return True
         ex = seen.exchange
@@ -245,7 +244,7 @@ class Sessions(Observer):
         self.reported: set[tuple[str, int]] = set()  # (rule, id(session)): said once per session
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        kind = seen.record["kind"]
+        kind = seen.kind
         ex = seen.exchange
         if ex is None:
             if kind == records.STDIO_LINE and seen.session is not None and not seen.session.initialized:

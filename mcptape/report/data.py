@@ -48,7 +48,7 @@ class _Watch(Observer):
             self.tapes[seen.tape] = {"path": seen.tape, "records": 0, "start": t, "end": t}
         self.now = t
         self._seq = seen.seq
-        kind = seen.record.get("kind")
+        kind = seen.kind
         if kind not in _KEPT:
             return None
         record = seen.record
