@@ -18,13 +18,14 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
                     ResponseOnGetStream, SessionTransition)
 # the lifecycle's names, read by check, show and replay through the model too
-from .lifecycle import DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, Transition, refusal_text
+from .lifecycle import DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State, Transition, refusal_text
 from .tape import records
 from .wire import http, jsonrpc
 
@@ -55,13 +56,13 @@ class Session:
 
     # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
     # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
-    opened = property(lambda self: self.life.opened)
-    dead = property(lambda self: self.life.dead)
-    ended = property(lambda self: self.life.ended)
-    superseded = property(lambda self: self.life.superseded)
-    refused_with = property(lambda self: self.life.refused_with)
-    unknown = property(lambda self: self.life.unknown)
-    midway = property(lambda self: self.life.midway)
+    opened = property(attrgetter("life.opened"))
+    dead = property(attrgetter("life.dead"))
+    ended = property(attrgetter("life.ended"))
+    superseded = property(attrgetter("life.superseded"))
+    refused_with = property(attrgetter("life.refused_with"))
+    unknown = property(attrgetter("life.unknown"))
+    midway = property(attrgetter("life.midway"))
 
     @property
     def short(self) -> str:
@@ -320,7 +321,8 @@ class Model:
         """The session a request carries; one the tape never saw opened is unknown, or was opened before the
         capture began."""
         session = self.session(label, transport)
-        session.life.met(self._started)
+        if session.life.state is State.NEW:
+            session.life.met(self._started)
         return session
 
     def _transition(self, seen: Seen, session: Session, kind: str, status: int | None = None,
@@ -393,7 +395,8 @@ class Model:
         session = seen.session = ex.session
         if session is None:
             return
-        if ex.sent_session and session.transport == STREAMABLE and status is not None:
+        if (ex.sent_session and session.transport == STREAMABLE and status is not None
+                and (status >= 400 or ex.method == "DELETE")):  # (no other answer can move it: Life.answer)
             self._lifecycle(seen, ex, session, status)
         if ex.msg is not None and not ex.calls_known:
             # the request that opened the session (initialize) is read now that its session is known
