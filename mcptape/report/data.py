@@ -70,14 +70,12 @@ class _Watch(Observer):
 
     def call(self, call: Call, model: Model) -> None:
         response = call.response
-        outcome, error = _WORDS[call.outcome], None
-        status = call.exchange.status if call.exchange is not None else None
+        outcome = f"HTTP {call.rejected_status}" if call.outcome is Outcome.REJECTED else _WORDS[call.outcome]
+        error, status = None, call.exchange.status if call.exchange is not None else None
         if call.outcome is Outcome.ERROR:
             err = response.get("error")
             error = {"code": err.get("code"), "message": str(err.get("message"))[:200]} \
                 if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
-        elif call.outcome is Outcome.REJECTED:
-            outcome = f"HTTP {call.rejected_status}"
         self._peers(call, response)
         t = _seconds(call.t, self.now)
         self.calls.append({
@@ -105,9 +103,9 @@ class _Watch(Observer):
                 self.peers[side] = " ".join(str(x) for x in (info.get("name"), info.get("version")) if x)
 
 
-# How the report says an outcome (its JSON's words; a refusal names its status)
+# How the report says an outcome (its JSON's words; a refusal says "HTTP <status>")
 _WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "tool error", Outcome.ERROR: "error",
-          Outcome.REJECTED: "HTTP", Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "no answer"}
+          Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "no answer"}
 
 
 def _seconds(t: Any, otherwise: float) -> float:
