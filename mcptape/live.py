@@ -91,7 +91,7 @@ class LiveView(Observer):
             return
         status = str(ex.status) if ex is not None and ex.status is not None else ""
         if ended.answered:
-            error = call.response.get("error") if ended is Outcome.ERROR else None
+            error = call.response.get("error")
             outcome = ("result" if ended is not Outcome.ERROR else
                        f"error {error.get('code')} {error.get('message')}" if isinstance(error, dict) else "error")
             # a call settles on the record that answered it: the one the view saw last

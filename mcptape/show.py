@@ -238,7 +238,7 @@ def lines(row: Row, colour: bool = False) -> list[str]:
             and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
         _append(described, "  (era probe refused: a 2026-07-28 client falls back to initialize)")
     for fact in seen.notes:
-        if isinstance(fact, SessionTransition):  # a step of a session's life (model.py): opened, refused, deleted, …
+        if isinstance(fact, SessionTransition):  # a step of a session's life (lifecycle.py): opened, refused, …
             changed, step = fact.session, fact.step
             status = f" {step.status}" if step.status is not None and step.kind != OPENED else ""
             by = " by an edit" if step.injected else ""
