@@ -78,7 +78,8 @@ class Malformed(Fact):
 
 
 class Outcome(str, Enum):
-    """How a call ended, decided once when it settles (`Call.outcome`). Each reader says it in its own words."""
+    """How a call ended, decided once when it settles (`Call.outcome`, by outcome_of). Each reader says it in its
+    own words."""
 
     RESULT = "result"
     TOOL_ERROR = "tool error"  # a result with isError: the tool failed, the protocol did not
@@ -91,18 +92,20 @@ class Outcome(str, Enum):
     def answered(self) -> bool:
         return self in _ANSWERED
 
-    @classmethod
-    def of(cls, call: Call) -> Outcome:
-        """While the call still holds its messages (the model settles it with this)."""
-        response = call.response
-        if response is not None:
-            if "error" in response:
-                return cls.ERROR
-            result = response.get("result")
-            return cls.TOOL_ERROR if isinstance(result, dict) and result.get("isError") is True else cls.RESULT
-        if call.rejected_status is not None:
-            return cls.REJECTED
-        return cls.UNANSWERED if call.cancel is None else cls.CANCELLED
+
+_RESULT, _TOOL_ERROR, _ERROR = Outcome.RESULT, Outcome.TOOL_ERROR, Outcome.ERROR
+_ANSWERED = frozenset({_RESULT, _TOOL_ERROR, _ERROR})
 
 
-_ANSWERED = frozenset({Outcome.RESULT, Outcome.TOOL_ERROR, Outcome.ERROR})
+def outcome_of(call: Call) -> Outcome:
+    """How a call ended, while it still holds its messages: the model settles each call with this, once (it runs
+    for every call of a tape: plain lookups, no call but one)."""
+    response = call.response
+    if response is not None:
+        if "error" in response:
+            return _ERROR
+        result = response.get("result")
+        return _TOOL_ERROR if type(result) is dict and result.get("isError") is True else _RESULT
+    if call.rejected_status is not None:
+        return Outcome.REJECTED
+    return Outcome.UNANSWERED if call.cancel is None else Outcome.CANCELLED

@@ -15,7 +15,7 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
-                    ResponseOnGetStream, SessionTransition)
+                    ResponseOnGetStream, SessionTransition, outcome_of)
 # the lifecycle's names, read by check, show and replay through the model too
 from .lifecycle import DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State, Transition, refusal_text
 from .tape import records
@@ -35,6 +35,7 @@ LEGACY_SSE = "http+sse"  # 2024-11-05
 STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
 STATELESS = "stateless-http"  # 2026-07-28
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+_NEW = State.NEW
 
 
 # A session's life (opened, refused, deleted, expired, ended, superseded) is decided by lifecycle.py's table, which
@@ -229,6 +230,9 @@ class Model:
         self._call_observers = [o for o in observers if type(o).call is not Observer.call]
         self._exchange_observers = [o for o in observers if type(o).exchange is not Observer.exchange]
         self._over: list[Exchange] = []  # exchanges a record ended, for the exchange observers
+        if self._exchange_observers:  # keep each exchange's records for them (check never pays for it)
+            for kind in (records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.END, records.EDIT):
+                self._handlers[kind] = self._keeping(self._handlers[kind])
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
 
     # -- feeding ---------------------------------------------------------------------------------------------------
@@ -279,6 +283,34 @@ class Model:
         over.clear()
         return out
 
+    def _keeping(self, handler: Callable[[Seen, list[Call]], None]) -> Callable[[Seen, list[Call]], None]:
+        """A handler that also files the record with its exchange's records (Passed), and hands out the exchanges
+        it ended: by their end record, or by a new request taking their number."""
+        def keep(seen: Seen, settled: list[Call]) -> None:
+            kind = seen.kind
+            replaced = self._exchanges.get(seen.record.get("exchange")) if kind == records.HTTP_REQUEST else None
+            handler(seen, settled)
+            ex = seen.exchange
+            if ex is None:
+                return
+            if kind == records.HTTP_REQUEST:
+                ex.passed = Passed(seen.record, records=[seen.record])
+                if replaced is not None:
+                    self._over.append(replaced)
+                return
+            passed = ex.passed
+            if passed is None:
+                return
+            passed.records.append(seen.record)
+            if kind == records.HTTP_RESPONSE:
+                passed.response = seen.record
+            elif kind == records.SSE_EVENT:
+                passed.events.append(seen.record)
+            elif kind == records.END:
+                passed.end = seen.record
+                self._over.append(ex)
+        return keep
+
     def _capture_start(self, seen: Seen, settled: list[Call]) -> None:
         self._run += 1
 
@@ -293,7 +325,7 @@ class Model:
         if self._calls.get(key) is call:
             del self._calls[key]
         out: list[Any] = []
-        call.outcome = Outcome.of(call)
+        call.outcome = outcome_of(call)
         for observer in self._call_observers:
             found = observer.call(call, self)
             if found:
@@ -321,7 +353,7 @@ class Model:
         """The session a request carries; one the tape never saw opened is unknown, or was opened before the
         capture began."""
         session = self.session(label, transport)
-        if session.life.state is State.NEW:
+        if session.life.state is _NEW:
             session.life.met(self._started)
         return session
 
@@ -358,10 +390,6 @@ class Model:
             for dead in self._dead:  # the client starts anew: the sessions it lost are replaced
                 self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
             self._dead.clear()
-        if self._exchange_observers:
-            ex.passed = Passed(r, records=[r])
-            if (replaced := self._exchanges.get(ex.number)) is not None:
-                self._over.append(replaced)  # a new request took its number before it ended
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
         if session is not None and "msg" in r:
@@ -374,9 +402,6 @@ class Model:
         if ex is None:
             return
         seen.exchange = ex
-        if ex.passed is not None:
-            ex.passed.response = r
-            ex.passed.records.append(r)
         if r.get("injected"):
             ex.injected = True  # an edit changed what the client got from here on
         ex.status = status = r.get("status")
@@ -421,9 +446,6 @@ class Model:
         if ex is None:
             return
         seen.exchange = ex
-        if ex.passed is not None:
-            ex.passed.events.append(r)
-            ex.passed.records.append(r)
         if r.get("injected"):
             ex.injected = True  # an edit changed what the client got from here on
         if r.get("id"):
@@ -444,10 +466,6 @@ class Model:
             return
         ex.end = r.get("reason")
         seen.exchange, seen.session = ex, ex.session
-        if ex.passed is not None:
-            ex.passed.end = r
-            ex.passed.records.append(r)
-            self._over.append(ex)
         if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream:
             self._transition(seen, ex.session, ENDED, injected=ex.injected)
         ex.headers, ex.msg = [], None  # see Exchange
@@ -473,8 +491,6 @@ class Model:
         if ex is not None:
             ex.injected = True
             seen.exchange, seen.session = ex, ex.session
-            if ex.passed is not None:
-                ex.passed.records.append(r)
         elif "request_id" in r:
             call = self._calls.get((id(self._stdio_session()), records.C2S, jsonrpc.id_key(r["request_id"])))
             if call is not None:
