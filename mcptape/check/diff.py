@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..facts import Outcome
 from ..model import Call, Model, Observer, collector_paused
 from ..redact import blend
 from ..wire import jsonrpc, pointer
@@ -63,7 +64,7 @@ class _Collect(Observer):
     def call(self, call: Call, model: Model) -> None:
         session = self.sessions.setdefault(id(call.session), len(self.sessions))
         outcome = _outcome(call)
-        answer = call.response.get(outcome) if call.answered else None
+        answer = call.response.get(outcome) if call.outcome.answered else None
         params = call.request.get("params")
         packed = pack([_drop_noise(params), _drop_noise(answer)])
         name = (params.get("name") or params.get("uri")) if isinstance(params, dict) else None
@@ -118,12 +119,15 @@ def _label(key: Key, a: _Called | None, b: _Called | None) -> str:
 _ANSWERED = ("result", "error")
 
 
+# How diff says an outcome (a tool's error is a result to compare, not an outcome of its own)
+_WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "result", Outcome.ERROR: "error",
+          Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "unanswered"}
+
+
 def _outcome(call: Call) -> str:
-    if call.answered:
-        return "error" if "error" in call.response else "result"
-    if call.rejected_status is not None:
+    if call.outcome is Outcome.REJECTED:
         return f"http {call.rejected_status}"
-    return "cancelled" if call.cancel else "unanswered"
+    return _WORDS[call.outcome]
 
 
 def _drop_noise(value: Any) -> Any:

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..facts import (DuplicateRequest, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
+                     ResponseOnGetStream)
 from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session,
                      Transition, refusal_text)
 from ..tape import records
@@ -102,14 +104,14 @@ class Calls(Observer):
     def _call(self, call: Call) -> Iterator[Finding]:
         sender, receiver = _SIDE[call.dir]
         ex = call.exchange
-        if call.answered:
+        if call.outcome.answered:
             if call.cancel is not None and call.cancel[0] < (call.response_seq or 0):
                 yield about_call("response-after-cancel", "info", call,
                                  f"the {receiver} answered after the {sender} cancelled it; the {sender} should ignore "
                                  f"that answer", spec.CANCELLATION)
             yield from self._progress(call)
             return
-        if call.rejected_status is not None:
+        if call.outcome is Outcome.REJECTED:
             return  # refused at the HTTP level; the session rules speak about statuses
         closed_stream = call.session.transport == STATELESS and ex is not None and ex.end == records.CLIENT_DISCONNECTED
         if call.cancel is not None or closed_stream:
@@ -189,38 +191,39 @@ class Messages(Observer):
         return list(self._noted(seen))
 
     def _noted(self, seen: Seen) -> Iterator[Finding]:
-        r = seen.record
-        for note, subject in seen.notes:
-            if note == "orphan-response":
-                yield about_record("orphan-response", "warning", seen,
-                                   f"an answer with id {subject.get('id')!r} that matches no request in flight",
-                                   spec.RESPONSE_ID, request_id=subject.get("id"))
-            elif note == "late-response":
-                yield about_call("duplicate-response", "warning", subject,
-                                 f"answered again (record {seen.seq}) after its final response", spec.RESPONSE_ID)
-            elif note == "duplicate-request":
-                yield about_call("duplicate-request-id", "error", subject,
-                                 f"the same id was sent again (record {seen.seq}) while this request was in flight",
-                                 spec.REQUEST_ID)
-            elif note == "progress-after-response":
-                yield about_call("progress-after-response", "warning", subject,
-                                 f"progress notification (record {seen.seq}) after the final response", spec.PROGRESS)
-            elif note == "response-on-get-stream":
-                yield about_record("response-on-get-stream", "warning", seen,
-                                   f"a response (id {subject.get('id')!r}) on the GET stream, which is not a resumed "
-                                   f"stream", spec.GET_STREAM, request_id=subject.get("id"))
-            elif note == "malformed" and subject and self._protocol_channel(seen):
-                kind = r["kind"]
-                clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
-                          spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
-                yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning", seen,
-                                   f"{kind}: {subject}", clause)
+        for fact in seen.notes:
+            match fact:
+                case OrphanResponse(msg):
+                    yield about_record("orphan-response", "warning", seen,
+                                       f"an answer with id {msg.get('id')!r} that matches no request in flight",
+                                       spec.RESPONSE_ID, request_id=msg.get("id"))
+                case LateResponse(call):
+                    yield about_call("duplicate-response", "warning", call,
+                                     f"answered again (record {seen.seq}) after its final response", spec.RESPONSE_ID)
+                case DuplicateRequest(earlier):
+                    yield about_call("duplicate-request-id", "error", earlier,
+                                     f"the same id was sent again (record {seen.seq}) while this request was in flight",
+                                     spec.REQUEST_ID)
+                case ProgressAfterResponse(call):
+                    yield about_call("progress-after-response", "warning", call,
+                                     f"progress notification (record {seen.seq}) after the final response",
+                                     spec.PROGRESS)
+                case ResponseOnGetStream(msg):
+                    yield about_record("response-on-get-stream", "warning", seen,
+                                       f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed "
+                                       f"stream", spec.GET_STREAM, request_id=msg.get("id"))
+                case Malformed(problem) if problem and self._protocol_channel(seen):
+                    kind = seen.kind
+                    clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
+                              spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
+                    yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning",
+                                       seen, f"{kind}: {problem}", clause)
 
     @staticmethod
     def _protocol_channel(seen: Seen) -> bool:
         """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
         event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
-        kind = seen.record["kind"]
+        kind = seen.kind
         if kind == records.STDIO_LINE:
             return True
         ex = seen.exchange
@@ -241,7 +244,7 @@ class Sessions(Observer):
         self.reported: set[tuple[str, int]] = set()  # (rule, id(session)): said once per session
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        kind = seen.record["kind"]
+        kind = seen.kind
         ex = seen.exchange
         if ex is None:
             if kind == records.STDIO_LINE and seen.session is not None and not seen.session.initialized:

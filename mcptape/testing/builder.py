@@ -134,17 +134,20 @@ class Conversation:
         """One HTTP exchange: the request (a JSON body `msg`, or none), then the answer: `status` with a JSON
         `reply`, or an SSE stream of `events` (messages or Event), or no answer at all (`status=None`), then how
         it ended (`end=None`: still open when the tape stops). `session` defaults to the conversation's session;
-        `injected` marks the answer as an edit's. Returns the exchange number."""
+        `headers` are sent as given, in place of the builder's own of the same name (a client that sends a wrong
+        Mcp-Method); `injected` marks the answer as an edit's. Returns the exchange number."""
         number = next(self._exchanges)
         sent = self.session if session is _MISSING else session
         version = self._version_header(msg) if version_header is _MISSING else version_header
-        request_headers = list(headers)
+        own = []
         if sent is not None and self.transport == STREAMABLE:
-            request_headers.append(("mcp-session-id", sent))
+            own.append(("mcp-session-id", sent))
         if version is not None:
-            request_headers.append(("mcp-protocol-version", version))
+            own.append(("mcp-protocol-version", version))
         if self.transport == STATELESS and isinstance(msg, dict) and "method" in msg:
-            request_headers += _standard_headers(msg)
+            own += _standard_headers(msg)
+        given = {name.lower() for name, _ in headers}  # a header given replaces the builder's own
+        request_headers = [*headers, *(h for h in own if h[0] not in given)]
         body = rec.body(json.dumps(msg).encode()) if msg is not None else {}
         self.raw(rec.http_request(self.tick(), number, conn, method, path, list(query), request_headers, sent,
                                       version, True, body))
