@@ -1,0 +1,98 @@
+"""Judges the JSON-RPC envelope of every message (requirements/envelope.py): the version, ids, result and error.
+
+The recorder already read each body with wire.jsonrpc and wrote a `problem` on any record that is not valid
+JSON-RPC, so a record without one only needs the checks JSON-RPC alone does not make (a notification that carries
+an id, an initialize inside a batch); the sentences a record with a problem breaks are sorted out here, one
+finding per sentence (malformed-message stays the transport's own clause).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Model, Observer, Seen
+from ..tape import records
+from ..wire import jsonrpc
+from .rules import Finding, broke, on_protocol_channel
+
+
+class Envelope(Observer):
+    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.STDIO_LINE})
+
+    def record(self, seen: Seen, model: Model) -> list[Finding] | None:
+        r = seen.record
+        problem = r.get("problem")
+        msg = r.get("msg")
+        if problem is None:
+            if type(msg) is dict:
+                if "id" in msg and _is_notification(msg.get("method")):
+                    return self._item(seen, msg)
+                return None
+            if type(msg) is not list or not on_protocol_channel(seen):
+                return None
+            return [f for item in msg for f in self._item(seen, item)] or None
+        if not on_protocol_channel(seen):
+            return None
+        if msg is None:
+            if problem.startswith("not UTF-8"):
+                return broke("utf-8", seen, f"{r['kind']} is {problem}")
+            return None
+        return [f for item in jsonrpc.messages(msg) for f in self._item(seen, item)] or None
+
+    @staticmethod
+    def _item(seen: Seen, msg: Any) -> list[Finding]:
+        if not isinstance(msg, dict):
+            return []  # not an object at all: malformed-message says so
+        found: list[Finding] = []
+        method = msg.get("method")
+        has_id = "id" in msg
+        id_ = msg.get("id")
+        if msg.get("jsonrpc") != "2.0":
+            found += broke("jsonrpc-version", seen, f'"jsonrpc" is {msg.get("jsonrpc")!r}, not "2.0"', method=method,
+                           request_id=id_ if _plain(id_) else None)
+        if isinstance(method, str):
+            if has_id and _is_notification(method):
+                found += broke("notification-without-id", seen, f"the notification {method} carries an id ({id_!r})",
+                               method=method)
+            elif id_ is None and has_id:
+                found += broke("request-id-not-null", seen, f"the request {method} has a null id", method=method)
+            elif has_id and not _plain(id_):
+                found += broke("request-id-type", seen, f"the request {method} has {jsonrpc.type_name(id_)} for its "
+                               f"id ({id_!r})", method=method)
+            if method == "initialize" and has_id and type(seen.record.get("msg")) is list:
+                params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+                version = params.get("protocolVersion")
+                found += broke("initialize-not-in-batch", seen, "initialize was sent inside a JSON-RPC batch",
+                               revision=version if isinstance(version, str) else None, method=method,
+                               request_id=id_ if _plain(id_) else None)
+            return found
+        if method is not None or not has_id:
+            return found  # a method that is not a string, or no id at all: no response either
+        request_id = id_ if _plain(id_) else None
+        if "result" in msg and "error" in msg:
+            found += broke("response-not-both", seen, "a response with both result and error", request_id=request_id)
+        elif "result" not in msg and "error" not in msg:
+            found += broke("response-result-or-error", seen, "a response with neither result nor error",
+                           request_id=request_id)
+        if "error" in msg:
+            error = msg["error"]
+            if not isinstance(error, dict) or "code" not in error or "message" not in error:
+                lacks = ("an error that is " + jsonrpc.type_name(error) if not isinstance(error, dict) else
+                         "an error without " + " or ".join(k for k in ("code", "message") if k not in error))
+                found += broke("error-code-and-message", seen, lacks, request_id=request_id)
+            if isinstance(error, dict) and "code" in error and not _plain_int(error["code"]):
+                found += broke("error-code-integer", seen, f"the error code is {error['code']!r}, not an integer",
+                               request_id=request_id)
+        return found
+
+
+def _is_notification(method: Any) -> bool:
+    return type(method) is str and method.startswith("notifications/")
+
+
+def _plain(value: Any) -> bool:
+    return type(value) is str or type(value) is int
+
+
+def _plain_int(value: Any) -> bool:
+    return type(value) is int
