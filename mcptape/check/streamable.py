@@ -12,6 +12,13 @@ from ..wire import http, jsonrpc
 from .rules import Finding, broke
 
 _REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def is_revision(value: str) -> bool:
+    """A protocol version header that names a revision (a date); anything else is invalid in every revision."""
+    return _REVISION.fullmatch(value) is not None
+
+
 _VISIBLE = re.compile(r"[\x21-\x7e]+")
 
 
@@ -55,7 +62,7 @@ class StreamableHttp(Observer):
         elif ex.method == "GET" and session is not None and session.transport == STREAMABLE:
             if _accepts(ex.headers, http.SSE):
                 found += broke("get-accept-sse", seen, "the GET's Accept header does not list text/event-stream")
-        if ex.version_header is not None and not _REVISION.fullmatch(ex.version_header):
+        if ex.version_header is not None and not is_revision(ex.version_header):
             self.bad_version.add(ex.number)
         return found
 

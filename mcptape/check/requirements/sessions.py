@@ -28,7 +28,7 @@ REQUIREMENTS = [
         quote("2025-11-25", "Transports › Streamable HTTP › Protocol Version Header", "If the server receives a "
               "request with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."),
         "a request whose MCP-Protocol-Version is not a revision date (YYYY-MM-DD) answered with a 2xx status",
-        ("version-header",), _SESSIONS),
+        ("bad-version-header",), _SESSIONS),
     Requirement(
         "wrong-status-for-dead-session", _AREA, SERVER, since("2025-03-26", MUST, "2025-11-25"), spec.SESSION_404,
         "a request with a session the tape shows gone answered with another status than 404 (warning)", _DEAD,
@@ -38,7 +38,8 @@ REQUIREMENTS = [
         "requests that still carry a session id after it was refused, expired or deleted", _DEAD, _SESSIONS),
     Requirement(
         "no-reinitialize", _AREA, CLIENT, since("2025-03-26", MUST, "2025-11-25"), spec.REINITIALIZE,
-        "after 404 for its session, the client never sent a new initialize without a session id", _DEAD, _SESSIONS),
+        "after 404 for its session, the client never sent a new initialize without a session id", ("session-404",),
+        _SESSIONS),
     Requirement(
         "no-resume-after-close", _AREA, SENDER, {"2025-11-25": SHOULD}, spec.RESUME,
         "a request's stream closed by the server after an event id, never resumed with a GET and Last-Event-ID "
