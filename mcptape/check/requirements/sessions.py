@@ -49,8 +49,8 @@ REQUIREMENTS = [
         "a request refused with 401 or 403 (info)", ("status:401", "status:403"), HTTP, observation=True),
     Requirement(
         "dead-id-reuse", _AREA, NONE, since("2024-11-05", MAY), spec.DEAD_ID,
-        "an id a server handed out in one session, sent in a later one and refused as not found (info)",
-        ("error",), TRANSPORTS, observation=True),
+        "an id a server handed out in one session, sent in a later one and refused as not found (a warning that "
+        "blames nobody: the spec promises nothing of a tool's own ids)", ("error",)),
     Requirement(
         "capture-incomplete", _AREA, NONE, since("2024-11-05", MAY), spec.CAPTURE,
         "the recording began or ended mid-conversation (info)", ("record",), TRANSPORTS, observation=True),
