@@ -199,4 +199,4 @@ def text(rows: list[Judged]) -> Iterable[str]:
 
 
 def as_json(rows: list[Judged]) -> dict:
-    return {"requirements": [row.to_json() for row in rows], "summary": summary(rows)}
+    return {"requirements": [row.to_json() for row in rows], "verdicts": summary(rows)}
