@@ -4,6 +4,7 @@ server that takes a protocol version header that is no revision. The legacy HTTP
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..model import LEGACY_SSE, STREAMABLE, Model, Observer, Seen
@@ -22,10 +23,15 @@ def is_revision(value: str) -> bool:
 _VISIBLE = re.compile(r"[\x21-\x7e]+")
 
 
-def _accepts(headers: list, *types: str) -> list[str]:
-    """The media types of `types` an Accept header does not list."""
-    listed = {http.media_type(part) for part in (http.get(headers, "accept") or "").split(",")}
-    return [t for t in types if t not in listed]
+@functools.lru_cache(maxsize=64)
+def _missing(accept: str | None, types: tuple[str, ...]) -> tuple[str, ...]:
+    listed = {http.media_type(part) for part in (accept or "").split(",")}
+    return tuple(t for t in types if t not in listed)
+
+
+def _accepts(headers: list, *types: str) -> tuple[str, ...]:
+    """The media types of `types` an Accept header does not list (a client sends the same header every time)."""
+    return _missing(http.get(headers, "accept"), types)
 
 
 class StreamableHttp(Observer):

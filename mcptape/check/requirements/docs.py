@@ -35,6 +35,16 @@ that should have answered (`receiver`), or nobody. `injected` marks a finding th
 mcptape made up: such a finding blames nobody. A client's reaction to an injected answer is still the client's own
 (`no-reinitialize` after an injected 404).
 
+## What real peers break
+
+Recordings of correct conversations give no finding at warning or above. The real violations mcptape's tests meet
+in the official peers are flagged, each on its clause:
+
+- `declare-logging`: the official Python SDK server (mcp 2.3.0) logs from its tools (`ctx.info`, a
+  `notifications/message`) although it declares the `logging` capability only when a `logging/setLevel` handler is
+  registered. "Servers that emit log message notifications MUST declare the logging capability" (2025-11-25 Server ›
+  Utilities › Logging); the TypeScript SDK refuses to send such a notification at all.
+
 ## Verdicts
 
 `mcptape check --requirements` prints a verdict per requirement per tape (`--format json` gives them as data,
