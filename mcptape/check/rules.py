@@ -404,7 +404,8 @@ def all_rules() -> list[Observer]:
     # here, not at the top: these build their findings with this module
     from .dead_ids import DeadIds
     from .envelope import Envelope
+    from .features import Features
     from .lifecycle import Lifecycle
     from .streamable import StreamableHttp
 
-    return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp()]
+    return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features()]

@@ -22,6 +22,7 @@ from ..model import DELETED, EXPIRED, REFUSED, Call, Model, Observer, Seen, Sess
 from ..tape import records
 from ..wire import jsonrpc
 from .requirements import REGISTRY, Requirement
+from .features import LISTS, content_items
 from .rules import Finding
 from .streamable import is_revision
 
@@ -35,6 +36,7 @@ class Verdict(str, Enum):
 
 
 _DEATHS = (REFUSED, EXPIRED, DELETED)
+_FEATURES = LISTS | {"initialize", "tools/call", "prompts/get", "sampling/createMessage", "elicitation/create"}
 
 
 class Exercise(Observer):
@@ -46,6 +48,8 @@ class Exercise(Observer):
         self._tape: str | None = None
         self._facts: set[str] = set()
         self._sessions: dict[int, Session] = {}
+        self._cursors: dict[int, set] = {}  # per session: the cursors the server issued
+        self._outputs: dict[int, set] = {}  # per session: the tools listed with an outputSchema
 
     def _on(self, tape: str) -> None:
         self._tape = tape
@@ -111,8 +115,42 @@ class Exercise(Observer):
                     facts.add("session-404")
 
     def call(self, call: Call, model: Model) -> None:
-        if call.method == "initialize" and call.response is not None and "result" in call.response:
-            self.facts.setdefault(call.tape, {"record"}).add("initialize-result")
+        method, response = call.method, call.response
+        if method not in _FEATURES or not isinstance(response, dict):
+            return None
+        facts = self.facts.setdefault(call.tape, {"record"})
+        result = response.get("result")
+        params = (call.request or {}).get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "initialize":
+            if isinstance(result, dict):
+                facts.add("initialize-result")
+            return None
+        if method in LISTS:
+            issued = self._cursors.setdefault(id(call.session), set())
+            if params.get("cursor") is not None:
+                facts.add("cursor")
+                if params["cursor"] not in issued:
+                    facts.add("unissued-cursor")
+            if isinstance(result, dict) and isinstance(result.get("nextCursor"), str):
+                issued.add(result["nextCursor"])
+        if method == "tools/list" and isinstance(result, dict):
+            self._outputs.setdefault(id(call.session), set()).update(
+                t.get("name") for t in result.get("tools") or () if isinstance(t, dict) and "outputSchema" in t)
+        elif method == "tools/call" and isinstance(result, dict):
+            if "structuredContent" in result:
+                facts.add("structured-content")
+            if params.get("name") in self._outputs.get(id(call.session), ()) and not result.get("isError"):
+                facts.add("output-schema-call")
+        elif method == "elicitation/create" and params.get("mode") == "url":
+            facts.add("elicitation-url")
+        for item in content_items(method, response):
+            kind = item.get("type")
+            if kind in ("image", "audio"):
+                facts.add(kind)
+            elif kind == "resource":
+                facts.add("embedded-resource")
+        return None
 
 
 @dataclass(frozen=True, slots=True)

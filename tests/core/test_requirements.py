@@ -4,6 +4,7 @@ pass (an observation never put to the test: not-observed)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -373,6 +374,49 @@ def _open_at_end(answered: bool) -> Callable[[], Conversation]:
     return build
 
 
+def _tools(*tools: dict) -> Callable[[], Conversation]:
+    return _uses("tools/list", value={"tools": [{"inputSchema": {"type": "object"}, **tool} for tool in tools]})
+
+
+OUTPUT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def _structured(value, text: bool = True, schema=OUTPUT) -> Callable[[], Conversation]:
+    def build() -> Conversation:
+        tape = stdio()
+        tape.call("tools/list", result={"tools": [{"name": "count", "inputSchema": {"type": "object"},
+                                                   **({"outputSchema": schema} if schema else {})}]})
+        content = [{"type": "text", "text": json.dumps(value)}] if text else []
+        tape.call("tools/call", {"name": "count"}, result={"content": content, "structuredContent": value})
+        return tape
+    return build
+
+
+def _content(*items: dict) -> Callable[[], Conversation]:
+    return _uses("tools/call", {"name": "draw"}, {"content": list(items)})
+
+
+def _pages(cursor: str, answer: str = "result") -> Callable[[], Conversation]:
+    def build() -> Conversation:
+        tape = stdio()
+        tape.call("tools/list", result={"tools": [], "nextCursor": "page-2"})
+        if answer == "result":
+            tape.call("tools/list", {"cursor": cursor}, result={"tools": []})
+        else:
+            tape.call("tools/list", {"cursor": cursor}, error=(-32602, "Invalid cursor"))
+        return tape
+    return build
+
+
+URL_CAPABLE = {"elicitation": {"form": {}, "url": {}}}
+
+
+def _url_elicitation(url: str, client_capabilities=None) -> Callable[[], Conversation]:
+    return _server_asks(client_capabilities=client_capabilities, method="elicitation/create",
+                        params={"mode": "url", "message": "sign in", "url": url, "elicitationId": "e-1"},
+                        answer={"action": "accept"})
+
+
 CASES: dict[str, tuple[Callable, Callable]] = {
     "jsonrpc-version": (_line({"jsonrpc": "1.0", "id": 9, "method": "ping"}, result(9)), _keep),
     "utf-8": (lambda: _raw_line(b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\xff"}}'),
@@ -456,6 +500,28 @@ CASES: dict[str, tuple[Callable, Callable]] = {
     "auth-rejected": (_refused_with(401), _http_call()),
     "dead-id-reuse": (_thread(True), _thread(False)),
     "capture-incomplete": (_open_at_end(False), _open_at_end(True)),
+    "tool-input-schema": (_tools({"name": "a", "inputSchema": None}), _tools({"name": "a"})),
+    "tool-output-conforms": (_structured({"n": "seven"}), _structured({"n": 7})),
+    "structured-content-text": (_structured({"n": 7}, text=False, schema=None), _structured({"n": 7}, schema=None)),
+    "tool-name-length": (_tools({"name": "a" * 129}), _tools({"name": "a" * 128})),
+    "tool-name-characters": (_tools({"name": "add numbers"}), _tools({"name": "add_numbers.v2-x"})),
+    "tool-name-unique": (_tools({"name": "add"}, {"name": "add"}), _tools({"name": "add"}, {"name": "Add"})),
+    "image-base64": (_content({"type": "image", "data": "not base64!", "mimeType": "image/png"}),
+                     _content({"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"})),
+    "audio-base64": (_content({"type": "audio", "data": "aGVsbG8=", "mimeType": "wav"}),
+                     _content({"type": "audio", "data": "aGVsbG8=", "mimeType": "audio/wav"})),
+    "embedded-resource-fields": (_content({"type": "resource", "resource": {"text": "hi"}}),
+                                 _content({"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hi"}})),
+    "resource-blob-base64": (_uses("resources/read", {"uri": "file:///a"},
+                                   {"contents": [{"uri": "file:///a", "blob": "@@@"}]}),
+                             _uses("resources/read", {"uri": "file:///a"},
+                                   {"contents": [{"uri": "file:///a", "blob": "aGVsbG8="}]})),
+    "cursor-opaque": (_pages("page-2-forged"), _pages("page-2")),
+    "cursor-invalid-error": (_pages("page-2-forged"), _pages("page-2-forged", answer="error")),
+    "elicitation-mode-supported": (_url_elicitation("https://example.com/sign-in"),
+                                   _url_elicitation("https://example.com/sign-in", URL_CAPABLE)),
+    "elicitation-url-valid": (_url_elicitation("sign in here", URL_CAPABLE),
+                              _url_elicitation("https://example.com/sign-in", URL_CAPABLE)),
 }
 
 

@@ -92,9 +92,9 @@ def _load(modules: Iterable) -> Mapping[str, Requirement]:
 
 
 def _registry() -> Mapping[str, Requirement]:
-    from . import capabilities, envelope, lifecycle, sessions, transports, utilities
+    from . import capabilities, envelope, features, lifecycle, sessions, transports, utilities
 
-    return _load((envelope, lifecycle, capabilities, utilities, transports, sessions))
+    return _load((envelope, lifecycle, capabilities, utilities, transports, sessions, features))
 
 
 REGISTRY: Mapping[str, Requirement] = _registry()
