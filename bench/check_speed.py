@@ -89,6 +89,14 @@ def generate(path: Path, calls: int, vary: int = 0, ids: bool = False) -> int:
             put({"kind": "sse.event", "t": t, "exchange": i, "dir": "s2c", "event": "message",
                  "msg": {"jsonrpc": "2.0", "id": msg["id"], "result": result}})
             put(records.end(t, i, "complete"))
+            if i == 0:  # the client is ready: notifications/initialized, answered 202
+                n = calls + 1
+                put(records.http_request(t, n, 0, "POST", "/mcp", [], [["content-type", "application/json"],
+                        ["accept", "application/json, text/event-stream"], ["mcp-session-id", session],
+                        ["mcp-protocol-version", "2025-11-25"]], session, "2025-11-25", True,
+                        {"msg": {"jsonrpc": "2.0", "method": "notifications/initialized"}}))
+                put(records.http_response(t, n, 202, "Accepted", [], session, {}))
+                put(records.end(t, n, "complete"))
     return count
 
 

@@ -25,7 +25,7 @@ class Envelope(Observer):
         msg = r.get("msg")
         if problem is None:
             if type(msg) is dict:
-                if "id" in msg and _is_notification(msg.get("method")):
+                if "id" in msg and type(method := msg.get("method")) is str and method.startswith("notifications/"):
                     return self._item(seen, msg)
                 return None
             if type(msg) is not list or not on_protocol_channel(seen):

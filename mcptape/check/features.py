@@ -98,7 +98,7 @@ class Features(Observer):
         if method == "tools/list":
             found += self._tools(call, state, result)
         elif method == "tools/call":
-            found += self._tool_result(call, state, result)
+            return self._tool_result(call, state, result) or None
         elif method == "resources/read":
             for content in _list(result.get("contents")):
                 if isinstance(content, dict) and "blob" in content and not is_base64(content["blob"]):
@@ -106,7 +106,8 @@ class Features(Observer):
                                         f"not base64")
                     break
         for item in content_items(method, response):
-            found += self._item(call, item)
+            if item.get("type") in _ITEMS:
+                found += self._item(call, item)
         return found or None
 
     def _tools(self, call: Call, state: _Server, result: dict) -> list[Finding]:
@@ -138,10 +139,21 @@ class Features(Observer):
 
     def _tool_result(self, call: Call, state: _Server, result: dict) -> list[Finding]:
         found: list[Finding] = []
+        content = result.get("content")
+        text = False
+        for item in content if type(content) is list else ():
+            if type(item) is dict:
+                kind = item.get("type")
+                if kind == "text":
+                    text = True
+                elif kind in _ITEMS:
+                    found += self._item(call, item)
         structured = result.get("structuredContent")
-        if structured is not None and not any(item.get("type") == "text" for item in _items(result.get("content"))):
+        if structured is not None and not text:
             found += broke_call("structured-content-text", call, "structuredContent without a text content item "
                                 "holding it serialized")
+        if not state.outputs:
+            return found
         params = (call.request or {}).get("params")
         name = params.get("name") if isinstance(params, dict) else None
         schema = state.outputs.get(name) if isinstance(name, str) else None
@@ -217,6 +229,7 @@ class Features(Observer):
         return found
 
 
+_ITEMS = frozenset({"image", "audio", "resource"})
 _JUDGED = LISTS | {"initialize", "tools/call", "resources/read", "prompts/get", "sampling/createMessage",
                    "elicitation/create"}
 

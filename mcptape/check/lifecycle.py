@@ -21,6 +21,9 @@ _C2S, _S2C = records.C2S, records.S2C
 _FIRST = (STDIO, LEGACY_SSE)  # transports where the tape shows the client's very first message
 
 
+_NOTHING: list = []  # returned for "no finding", never appended to
+
+
 @dataclass(slots=True)
 class _Handshake:
     client: Any = None  # the capabilities each side declared (None: not seen)
@@ -30,6 +33,7 @@ class _Handshake:
     initialized: bool = False  # the client sent notifications/initialized
     spoke: bool = False  # the client sent anything at all
     said: set = field(default_factory=set)  # (rule, subject): said once per session
+    allowed: set = field(default_factory=set)  # methods already found declared: not judged again
 
 
 class Lifecycle(Observer):
@@ -40,35 +44,37 @@ class Lifecycle(Observer):
         self.tokens: dict[tuple, Any] = {}  # (id(session), token) -> the request id asking progress under it
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        r = seen.record
-        msg = r.get("msg")
-        if msg is None:
+        msg = seen.record.get("msg")
+        if type(msg) is dict:  # the common case, kept cheap: it runs for every message of the tape
+            if type(msg.get("method")) is not str:
+                return None  # an answer: the settled call tells what this observer needs of it
+            return self._message(seen, msg) or None
+        if type(msg) is not list:
             return None
-        session = seen.session
-        direction = r.get("dir", _C2S)
-        found: list[Finding] = []
-        for item in (msg if type(msg) is list else (msg,)):
-            if type(item) is not dict:
-                continue
-            method = item.get("method")
-            if type(method) is not str:
-                continue
-            if session is None:  # a Streamable HTTP initialize, read before its session is known
-                if method == "initialize":
-                    found += self._initialize(seen, item)
-                continue
-            state = self.sessions.get(id(session))
-            if state is None:
-                state = self.sessions[id(session)] = _Handshake()
-            if direction == _C2S:
-                found += self._client(seen, session, state, method, item)
-            else:
-                found += self._server(seen, session, state, method, item)
+        found = [f for item in msg if type(item) is dict for f in self._message(seen, item)]
         return found or None
 
+    def _message(self, seen: Seen, msg: dict) -> list[Finding]:
+        method = msg.get("method")
+        if type(method) is not str:
+            return _NOTHING
+        session = seen.session
+        if session is None:  # a Streamable HTTP initialize, read before its session is known
+            return self._initialize(seen, msg) if method == "initialize" else _NOTHING
+        state = self.sessions.get(id(session))
+        if state is None:
+            state = self.sessions[id(session)] = _Handshake()
+        if seen.record.get("dir", _C2S) == _C2S:
+            return self._client(seen, session, state, method, msg)
+        return self._server(seen, session, state, method, msg)
+
     def _client(self, seen: Seen, session: Session, state: _Handshake, method: str, msg: dict) -> list[Finding]:
-        found: list[Finding] = []
         is_request = "id" in msg
+        if state.initialized and method in state.allowed:  # the steady state: a feature already judged
+            if is_request:
+                return self._token(seen, session, msg)
+            return self._progress(seen, session, msg) if method == "notifications/progress" else _NOTHING
+        found: list[Finding] = []
         if not state.spoke:
             state.spoke = True
             if session.transport in _FIRST and method != "initialize":
@@ -94,6 +100,8 @@ class Lifecycle(Observer):
         return found
 
     def _server(self, seen: Seen, session: Session, state: _Handshake, method: str, msg: dict) -> list[Finding]:
+        if method == "notifications/progress":  # the most frequent message a server sends on its own
+            return self._progress(seen, session, msg)
         found: list[Finding] = []
         is_request = "id" in msg
         if (is_request and method != "ping" and state.asked and not state.initialized
@@ -102,8 +110,6 @@ class Lifecycle(Observer):
                            f"sent notifications/initialized", method=method, request_id=msg.get("id"))
         if is_request:
             found += self._token(seen, session, msg)
-        elif method == "notifications/progress":
-            found += self._progress(seen, session, msg)
         if method == "notifications/message":
             if state.server is not None and not isinstance(state.server.get("logging"), dict) and self._once(
                     state, "declare-logging", None):
@@ -128,12 +134,15 @@ class Lifecycle(Observer):
         """A feature used: the side it needs declared it (the receiver for a request, the sender itself for a
         notification)."""
         method = msg["method"]
+        if method in state.allowed:
+            return _NOTHING
         if declared is None or (session.version or "9") < NEEDS_SINCE.get(method, ""):
             return []  # no handshake in the tape, or the method had no capability in that revision
         capability, sub = need
         have = declared.get(capability) if isinstance(declared, dict) else None
         if isinstance(have, dict) and (sub is None or have.get(sub)):
-            return []
+            state.allowed.add(method)
+            return _NOTHING
         if not self._once(state, "use-negotiated-capabilities", method):
             return []
         whose = sender if method.startswith("notifications/") else ("server" if sender == "client" else "client")
@@ -145,7 +154,7 @@ class Lifecycle(Observer):
         params = msg.get("params")
         meta = params.get("_meta") if type(params) is dict else None
         if type(meta) is not dict or "progressToken" not in meta:
-            return []
+            return _NOTHING
         token = meta["progressToken"]
         if type(token) is not str and type(token) is not int:
             return broke("progress-token-type", seen, f"progressToken is {jsonrpc.type_name(token)} ({token!r})",
@@ -161,9 +170,10 @@ class Lifecycle(Observer):
     def _progress(self, seen: Seen, session: Session, msg: dict) -> list[Finding]:
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         token = params.get("progressToken")
-        if (id(session), jsonrpc.id_key(token)) in self.tokens or any(
-                note == "progress-after-response" for note, _ in seen.notes):
-            return []
+        if (id(session), jsonrpc.id_key(token)) in self.tokens:
+            return _NOTHING
+        if any(note == "progress-after-response" for note, _ in seen.notes):
+            return _NOTHING
         return broke("progress-known-token", seen, f"progress for token {token!r}, which no request asked under",
                      method=msg.get("method"))
 

@@ -15,6 +15,7 @@ from .rules import Finding, broke
 _REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
+@functools.lru_cache(maxsize=64)
 def is_revision(value: str) -> bool:
     """A protocol version header that names a revision (a date); anything else is invalid in every revision."""
     return _REVISION.fullmatch(value) is not None
@@ -23,15 +24,24 @@ def is_revision(value: str) -> bool:
 _VISIBLE = re.compile(r"[\x21-\x7e]+")
 
 
-@functools.lru_cache(maxsize=64)
-def _missing(accept: str | None, types: tuple[str, ...]) -> tuple[str, ...]:
-    listed = {http.media_type(part) for part in (accept or "").split(",")}
-    return tuple(t for t in types if t not in listed)
+_MISSING: dict[tuple, tuple[str, ...]] = {}  # (Accept, types) -> the types it lacks: a client repeats its header
 
 
 def _accepts(headers: list, *types: str) -> tuple[str, ...]:
-    """The media types of `types` an Accept header does not list (a client sends the same header every time)."""
-    return _missing(http.get(headers, "accept"), types)
+    """The media types of `types` an Accept header does not list."""
+    accept = None
+    for key, value in headers:  # http.get, without lower-casing every other header's name
+        if len(key) == 6 and key.lower() == "accept":
+            accept = value
+            break
+    key = (accept, types)
+    missing = _MISSING.get(key)
+    if missing is None:
+        listed = {http.media_type(part) for part in (accept or "").split(",")}
+        missing = tuple(t for t in types if t not in listed)
+        if len(_MISSING) < 256:
+            _MISSING[key] = missing
+    return missing
 
 
 class StreamableHttp(Observer):
@@ -100,8 +110,13 @@ class StreamableHttp(Observer):
 
 
 def _only_notifications(body: object) -> bool:
+    if type(body) is dict:
+        return jsonrpc.kind(body) in _ANSWERLESS
     kinds = [jsonrpc.kind(m) for m in jsonrpc.messages(body)]
     return bool(kinds) and "request" not in kinds and "invalid" not in kinds
+
+
+_ANSWERLESS = frozenset({"notification", "response", "error"})
 
 
 def _call(msg: object) -> tuple:

@@ -66,7 +66,7 @@ class Exercise(Observer):
         kind = r.get("kind")
         ex = seen.exchange
         if kind == records.HTTP_REQUEST:
-            facts.add(f"http:{r.get('method')}")
+            facts.add(_fact("http:", r.get("method")))
             if ex is not None and ex.version_header is not None and not is_revision(ex.version_header):
                 facts.add("bad-version-header")
             if r.get("session"):
@@ -77,7 +77,7 @@ class Exercise(Observer):
         elif kind == records.HTTP_RESPONSE:
             status = r.get("status") or 0
             if status >= 400:
-                facts.add(f"status:{status}")
+                facts.add(_fact("status:", status))
             if r.get("session"):
                 facts.add("session-id")
             if ex is not None and ex.get_stream:
@@ -91,12 +91,12 @@ class Exercise(Observer):
         if msg is None:
             return None
         direction = r.get("dir", records.C2S)
+        facts.add("message")
         for item in jsonrpc.messages(msg):
-            facts.add("message")
             k = jsonrpc.kind(item)
             facts.add(k)
             if k == "request" or k == "notification":
-                facts.add(f"m:{item['method']}")
+                facts.add(_fact("m:", item["method"]))
                 if direction == records.C2S:
                     if session is not None:
                         facts.add("first-message")
@@ -151,6 +151,20 @@ class Exercise(Observer):
             elif kind == "resource":
                 facts.add("embedded-resource")
         return None
+
+
+_FACTS: dict = {}
+
+
+def _fact(prefix: str, value: object) -> str:
+    """A fact's name, made once (the same few methods and statuses come back on every record)."""
+    key = (prefix, value)
+    name = _FACTS.get(key)
+    if name is None:
+        name = f"{prefix}{value}"
+        if len(_FACTS) < 4096:  # bounded: a hostile tape may use a new method on every line
+            _FACTS[key] = name
+    return name
 
 
 @dataclass(frozen=True, slots=True)
