@@ -44,13 +44,13 @@ def content_items(method: str, response: dict | None) -> Iterator[dict]:
     if method == "tools/call":
         yield from _items(result.get("content"))
     elif method == "prompts/get":
-        for message in _list(result.get("messages")):
+        for message in list_of(result.get("messages")):
             yield from _items(message.get("content") if isinstance(message, dict) else None)
     elif method == "sampling/createMessage":
         yield from _items(result.get("content"))
 
 
-def _list(value: Any) -> list:
+def list_of(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
@@ -100,7 +100,7 @@ class Features(Observer):
         elif method == "tools/call":
             return self._tool_result(call, state, result) or None
         elif method == "resources/read":
-            for content in _list(result.get("contents")):
+            for content in list_of(result.get("contents")):
                 if isinstance(content, dict) and "blob" in content and not is_base64(content["blob"]):
                     found += broke_call("resource-blob-base64", call, f"the blob of {content.get('uri')!r:.80} is "
                                         f"not base64")
@@ -116,7 +116,7 @@ class Features(Observer):
         if not (isinstance(params, dict) and params.get("cursor")):
             state.listing = set()  # a listing starts anew
             state.outputs, state.validators = {}, {}
-        for tool in _list(result.get("tools")):
+        for tool in list_of(result.get("tools")):
             if not isinstance(tool, dict):
                 continue
             name = tool.get("name")
@@ -166,7 +166,10 @@ class Features(Observer):
         if validator is None:
             validator = state.validators[name] = _validator(schema)
         if validator is not None:
-            error = next(iter(validator.iter_errors(structured)), None)
+            try:
+                error = next(iter(validator.iter_errors(structured)), None)
+            except Exception:  # noqa: BLE001 - a $ref that cannot be resolved offline, a schema too deep: not judged
+                error = None
             if error is not None:
                 where = "/".join(str(p) for p in error.absolute_path) or "(the top)"
                 found += broke_call("tool-output-conforms", call, f"structuredContent of {name!r:.80} does not "
@@ -196,7 +199,7 @@ class Features(Observer):
         found: list[Finding] = []
         params = (call.request or {}).get("params")
         cursor = params.get("cursor") if isinstance(params, dict) else None
-        if cursor is not None and cursor not in state.cursors:
+        if cursor is not None and (not isinstance(cursor, str) or cursor not in state.cursors):
             found += broke_call("cursor-opaque", call, f"{method} sent the cursor {cursor!r:.60}, which the server "
                                 f"never issued in this session")
             error = response.get("error")
@@ -243,6 +246,8 @@ def _schema_problem(schema: Any) -> str | None:
         jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as e:
         return f"is not a valid JSON Schema: {e.message[:120]}"
+    except Exception:  # noqa: BLE001 - a schema too deep to check: not judged
+        return None
     return None
 
 
@@ -254,7 +259,7 @@ def _validator(schema: dict) -> Any:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
-    except jsonschema.SchemaError:
+    except Exception:  # noqa: BLE001 - invalid, or too deep to check
         return None
     return cls(schema)
 

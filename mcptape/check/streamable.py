@@ -78,7 +78,7 @@ class StreamableHttp(Observer):
         elif ex.method == "GET" and session is not None and session.transport == STREAMABLE:
             if _accepts(ex.headers, http.SSE):
                 found += broke("get-accept-sse", seen, "the GET's Accept header does not list text/event-stream")
-        if ex.version_header is not None and not is_revision(ex.version_header):
+        if isinstance(ex.version_header, str) and not is_revision(ex.version_header):
             self.bad_version.add(ex.number)
         return found
 

@@ -22,7 +22,7 @@ from ..model import DELETED, EXPIRED, REFUSED, Call, Model, Observer, Seen, Sess
 from ..tape import records
 from ..wire import jsonrpc
 from .requirements import REGISTRY, Requirement
-from .features import LISTS, content_items
+from .features import LISTS, content_items, list_of
 from .rules import Finding
 from .streamable import is_revision
 
@@ -66,8 +66,8 @@ class Exercise(Observer):
         kind = r.get("kind")
         ex = seen.exchange
         if kind == records.HTTP_REQUEST:
-            facts.add(_fact("http:", r.get("method")))
-            if ex is not None and ex.version_header is not None and not is_revision(ex.version_header):
+            facts.add(_fact("http:", str(r.get("method"))))
+            if ex is not None and isinstance(ex.version_header, str) and not is_revision(ex.version_header):
                 facts.add("bad-version-header")
             if r.get("session"):
                 facts.add("session-id")
@@ -130,17 +130,19 @@ class Exercise(Observer):
             issued = self._cursors.setdefault(id(call.session), set())
             if params.get("cursor") is not None:
                 facts.add("cursor")
-                if params["cursor"] not in issued:
+                if not isinstance(params["cursor"], str) or params["cursor"] not in issued:
                     facts.add("unissued-cursor")
             if isinstance(result, dict) and isinstance(result.get("nextCursor"), str):
                 issued.add(result["nextCursor"])
         if method == "tools/list" and isinstance(result, dict):
             self._outputs.setdefault(id(call.session), set()).update(
-                t.get("name") for t in result.get("tools") or () if isinstance(t, dict) and "outputSchema" in t)
+                t["name"] for t in list_of(result.get("tools")) if isinstance(t, dict) and "outputSchema" in t
+                and isinstance(t.get("name"), str))
         elif method == "tools/call" and isinstance(result, dict):
             if "structuredContent" in result:
                 facts.add("structured-content")
-            if params.get("name") in self._outputs.get(id(call.session), ()) and not result.get("isError"):
+            name = params.get("name")
+            if isinstance(name, str) and name in self._outputs.get(id(call.session), ()) and not result.get("isError"):
                 facts.add("output-schema-call")
         elif method == "elicitation/create" and params.get("mode") == "url":
             facts.add("elicitation-url")

@@ -578,3 +578,21 @@ def test_a_requirement_of_another_revision_or_transport_is_not_applicable():
     assert verdicts["initialize-not-in-batch"] == Verdict.NOT_APPLICABLE  # 2025-03-26 only
     assert verdicts["post-accept-both"] == Verdict.NOT_APPLICABLE  # an HTTP clause on stdio
     assert verdicts["error-code-integer"] == Verdict.NOT_OBSERVED  # no error in the tape: never a pass
+
+
+def test_hostile_messages_give_findings_never_a_crash():
+    tape = stdio()
+    tape.call("tools/list", {"cursor": {"not": "a string"}}, result={"tools": [
+        "junk", {"name": ["x"]}, {"name": "a", "inputSchema": {"type": 12}},
+        {"name": "b", "inputSchema": {"type": "object"}, "outputSchema": {"$ref": "https://example.com/remote.json"}},
+        {"name": "c", "inputSchema": {"type": "object"}, "outputSchema": {"$schema": "urn:unknown", "type": "object"}}],
+        "nextCursor": ["x"]})
+    tape.call("tools/call", {"name": "b"}, result={"content": "not a list", "structuredContent": {"x": 1}})
+    tape.call("tools/call", {"name": "c"}, result={"content": [{"type": "image"}], "structuredContent": []})
+    tape.line(C2S, request(3.5, "tools/call", {"name": "a", "_meta": {"progressToken": {"x": 1}}}))
+    tape.line(S2C, notification("notifications/progress", {"progressToken": [1]}))
+    tape.line(S2C, {"jsonrpc": "2.0", "id": 3.5, "error": "boom"})
+    found, verdicts = judged(tape)
+    assert {"cursor-opaque", "tool-input-schema", "image-base64", "progress-token-type", "request-id-type",
+            "error-code-and-message", "progress-known-token"} <= found
+    assert set(verdicts.values()) <= set(Verdict)
