@@ -84,9 +84,10 @@ def _xml_safe(text: str) -> str:
 
 
 def junit(rows: list, findings: list[Finding], failing: tuple[str, ...]) -> str:
-    """One test case per requirement per tape (verdicts.judge's rows): a failure carries the findings that broke
-    it when their verdict is in `failing` (fail, and warn when warnings fail the run); a warning that does not fail
-    the run is said in the case's output; not-observed and not-applicable are skipped."""
+    """One test case per requirement per tape (verdicts.judge's rows): a failure carries the `findings` that broke
+    it (those not in a baseline) when its verdict is in `failing` (fail, and warn when warnings fail the run); a
+    warning that does not fail the run, or findings all in the baseline, are said in the case's output;
+    not-observed and not-applicable are skipped."""
     by_key: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
         by_key.setdefault((f.tape, f.rule), []).append(f)
@@ -104,14 +105,15 @@ def junit(rows: list, findings: list[Finding], failing: tuple[str, ...]) -> str:
         detail = "\n".join(line for f in found for line in (
             f"{f.severity} {f.tape}#{f.record}: {f.message}" if f.record is not None else f"{f.severity} {f.message}",
             f"  spec: {f.spec}")) + f"\ndocs: {help_uri(rule)}"
-        if row.verdict.value in failing:
+        if row.verdict.value in failing and found:
             failure = ElementTree.SubElement(case, "failure", type=row.verdict.value, message=_xml_safe(
                 f"{len(found)} finding(s): {found[0].message}" if found else row.verdict.value))
             failure.text = _xml_safe(detail)
         elif row.verdict.value in ("not-observed", "not-applicable"):
             ElementTree.SubElement(case, "skipped", message=row.verdict.value)
-        elif found:
-            ElementTree.SubElement(case, "system-out").text = _xml_safe(detail)
+        elif found or row.verdict.value in ("fail", "warn"):  # a warning that does not fail, or in the baseline
+            said = detail if found else f"{row.verdict.value}: every finding is in the baseline"
+            ElementTree.SubElement(case, "system-out").text = _xml_safe(said)
     for suite in suites:
         cases = suite.findall("testcase")
         suite.set("tests", str(len(cases)))

@@ -89,6 +89,10 @@ def test_a_baseline_lets_known_findings_pass_and_fails_on_a_new_one(tmp_path):
     base = str(tmp_path / "base.json")
     assert run("check", tape, "--write-baseline", base).exit_code == 0
     assert run("check", tape, "--baseline", base).exit_code == 0
+    junit = run("check", tape, "--baseline", base, "--format", "junit")
+    (tmp_path / "baselined.xml").write_text(junit.output)
+    (suite,) = JUnitXml.fromfile(str(tmp_path / "baselined.xml"))
+    assert junit.exit_code == 0 and suite.failures == 0  # known findings: said in the output, not failures
     worse = Conversation(transport=STDIO, name="broken")
     worse.initialize(capabilities={})
     worse.call("ping", result={"pong": True})
