@@ -27,6 +27,8 @@ class Envelope(Observer):
             if type(msg) is dict:
                 if "id" in msg and type(method := msg.get("method")) is str and method.startswith("notifications/"):
                     return self._item(seen, msg)
+                if "error" in msg and seen.session is not None and (seen.session.version or "") >= "2026-07-28":
+                    return _code_2026(seen, msg) or None
                 return None
             if type(msg) is not list or not on_protocol_channel(seen):
                 return None
@@ -84,6 +86,26 @@ class Envelope(Observer):
                 found += broke("error-code-integer", seen, f"the error code is {error['code']!r}, not an integer",
                                request_id=request_id)
         return found
+
+
+# 2026-07-28: the codes it defines in -32020…-32099, and those earlier revisions defined that it retired
+_DEFINED_2026 = frozenset({-32020, -32021, -32022})
+_RETIRED_2026 = {-32002: "resource not found, now -32602", -32042: "URL elicitation required"}
+
+
+def _code_2026(seen: Seen, msg: dict) -> list[Finding]:
+    error = msg.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if type(code) is not int:
+        return []
+    request_id = msg.get("id") if _plain(msg.get("id")) else None
+    if code in _RETIRED_2026:
+        return broke("error-code-retired", seen, f"error code {code} ({_RETIRED_2026[code]}) is retired in "
+                     f"2026-07-28", request_id=request_id)
+    if -32099 <= code <= -32020 and code not in _DEFINED_2026:
+        return broke("error-code-reserved", seen, f"error code {code} is in the range the specification reserves "
+                     f"and does not define", request_id=request_id)
+    return []
 
 
 def _is_notification(method: Any) -> bool:

@@ -124,3 +124,4 @@ def test_docs_rules_md_is_generated_from_the_registry():
         "run: python -m mcptape.check.requirements.docs"
     for requirement in REGISTRY.values():
         assert f"\n### {requirement.id}\n" in docs.render()
+    assert f"`check` judges {len(REGISTRY)} requirements" in (ROOT / "README.md").read_text(encoding="utf-8")

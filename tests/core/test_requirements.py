@@ -417,6 +417,15 @@ def _url_elicitation(url: str, client_capabilities=None) -> Callable[[], Convers
                         answer={"action": "accept"})
 
 
+def _stateless_error(code: int) -> Callable[[], Conversation]:
+    def build() -> Conversation:
+        tape = Conversation(transport=STATELESS)
+        tape.initialize()
+        tape.call("resources/read", {"uri": "file:///gone"}, error=(code, "Resource not found"))
+        return tape
+    return build
+
+
 CASES: dict[str, tuple[Callable, Callable]] = {
     "jsonrpc-version": (_line({"jsonrpc": "1.0", "id": 9, "method": "ping"}, result(9)), _keep),
     "utf-8": (lambda: _raw_line(b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\xff"}}'),
@@ -433,6 +442,8 @@ CASES: dict[str, tuple[Callable, Callable]] = {
     "error-code-integer": (_reply({"jsonrpc": "2.0", "id": 50, "error": {"code": 1.5, "message": "x"}}),
                            _reply(error(50, -32601, "Method not found"))),
     "initialize-not-in-batch": (_batch_initialize, _init_2025_03),
+    "error-code-reserved": (_stateless_error(-32050), _stateless_error(-32602)),
+    "error-code-retired": (_stateless_error(-32002), _stateless_error(-32602)),
     "malformed-message": (lambda: _raw_line(b"this is not json"), _keep),
     "duplicate-request-id": (_duplicate_id, _keep),
     "orphan-response": (_line(result(99)), _keep),

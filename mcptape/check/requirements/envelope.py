@@ -46,6 +46,19 @@ REQUIREMENTS = [
         quote("2025-11-25", "Basic › Messages › Error Responses", "Error codes MUST be integers."),
         "an error code that is a fraction, a string or anything but an integer", ("error",)),
     Requirement(
+        "error-code-reserved", _ENVELOPE, SENDER, {"2026-07-28": MUST_NOT},
+        quote("2026-07-28", "Basic › Messages › Error Codes", "Implementations MUST NOT emit any code from this "
+              "sub-range that is not defined by this specification and MUST use defined codes only with their "
+              "specified meanings."),
+        "an error code from -32020 to -32099 that the specification does not define (it defines -32020, -32021, "
+        "-32022)", ("error",)),
+    Requirement(
+        "error-code-retired", _ENVELOPE, SENDER, {"2026-07-28": MUST_NOT},
+        quote("2026-07-28", "Basic › Messages › Error Codes", "Implementations of this protocol version MUST NOT "
+              "emit these codes:"),
+        "-32002 (resource not found, now -32602) or -32042 (URL elicitation required) in a 2026-07-28 session",
+        ("error",)),
+    Requirement(
         "initialize-not-in-batch", _ENVELOPE, CLIENT, {"2025-03-26": MUST_NOT},
         quote("2025-03-26", "Basic › Lifecycle › Initialization", "The initialize request MUST NOT be part of a "
               "JSON-RPC batch, as other requests and notifications are not possible until initialization has "
