@@ -2,44 +2,44 @@
 
 The recorder already read each body with wire.jsonrpc and wrote a `problem` on any record that is not valid
 JSON-RPC, so a record without one only needs the checks JSON-RPC alone does not make (a notification that carries
-an id, an initialize inside a batch); the sentences a record with a problem breaks are sorted out here, one
-finding per sentence (malformed-message stays the transport's own clause).
+an id, the 2026-07-28 error codes); the sentences a record with a problem breaks are sorted out here, one finding
+per sentence (malformed-message stays the transport's own clause).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..model import Model, Observer, Seen
-from ..tape import records
+from ..model import Call, Model, Observer, Seen
 from ..wire import jsonrpc
-from .rules import Finding, broke, on_protocol_channel
+from .rules import Finding, broke, broke_call, on_protocol_channel
 
 
 class Envelope(Observer):
-    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.STDIO_LINE})
+    """No hook on every record: a record whose body is not valid JSON-RPC is noted by the model (`noted`), and a
+    valid message can only break the envelope's sentences as a request (a notification's method with an id: the
+    model took it for a request) or as an answer (2026-07-28 error codes): both are settled calls (`call`)."""
 
-    def record(self, seen: Seen, model: Model) -> list[Finding] | None:
+    def noted(self, seen: Seen, model: Model) -> list[Finding] | None:
         r = seen.record
         problem = r.get("problem")
-        msg = r.get("msg")
-        if problem is None:
-            if type(msg) is dict:
-                if "id" in msg and type(method := msg.get("method")) is str and method.startswith("notifications/"):
-                    return self._item(seen, msg)
-                if "error" in msg and seen.session is not None and (seen.session.version or "") >= "2026-07-28":
-                    return _code_2026(seen, msg) or None
-                return None
-            if type(msg) is not list or not on_protocol_channel(seen):
-                return None
-            return [f for item in msg for f in self._item(seen, item)] or None
-        if not on_protocol_channel(seen):
+        if problem is None or not on_protocol_channel(seen):
             return None
+        msg = r.get("msg")
         if msg is None:
-            if problem.startswith("not UTF-8"):
+            if isinstance(problem, str) and problem.startswith("not UTF-8"):
                 return broke("utf-8", seen, f"{r['kind']} is {problem}")
             return None
         return [f for item in jsonrpc.messages(msg) for f in self._item(seen, item)] or None
+
+    def call(self, call: Call, model: Model) -> list[Finding] | None:
+        if call.method.startswith("notifications/"):  # (whether its record had a problem or not)
+            return broke_call("notification-without-id", call, f"the notification {call.method} carries an id "
+                              f"({call.id!r})") or None
+        response = call.response
+        if response is not None and "error" in response and (call.session.version or "") >= "2026-07-28":
+            return _code_2026(call, response) or None
+        return None
 
     @staticmethod
     def _item(seen: Seen, msg: Any) -> list[Finding]:
@@ -53,20 +53,12 @@ class Envelope(Observer):
             found += broke("jsonrpc-version", seen, f'"jsonrpc" is {msg.get("jsonrpc")!r}, not "2.0"', method=method,
                            request_id=id_ if _plain(id_) else None)
         if isinstance(method, str):
-            if has_id and _is_notification(method):
-                found += broke("notification-without-id", seen, f"the notification {method} carries an id ({id_!r})",
-                               method=method)
-            elif id_ is None and has_id:
+            # (a notification's method with an id: the model took it for a request, and `call` judges it)
+            if has_id and not method.startswith("notifications/") and id_ is None:
                 found += broke("request-id-not-null", seen, f"the request {method} has a null id", method=method)
-            elif has_id and not _plain(id_):
+            elif has_id and not method.startswith("notifications/") and not _plain(id_):
                 found += broke("request-id-type", seen, f"the request {method} has {jsonrpc.type_name(id_)} for its "
                                f"id ({id_!r})", method=method)
-            if method == "initialize" and has_id and type(seen.record.get("msg")) is list:
-                params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-                version = params.get("protocolVersion")
-                found += broke("initialize-not-in-batch", seen, "initialize was sent inside a JSON-RPC batch",
-                               revision=version if isinstance(version, str) else None, method=method,
-                               request_id=id_ if _plain(id_) else None)
             return found
         if method is not None or not has_id:
             return found  # a method that is not a string, or no id at all: no response either
@@ -93,23 +85,18 @@ _DEFINED_2026 = frozenset({-32020, -32021, -32022})
 _RETIRED_2026 = {-32002: "resource not found, now -32602", -32042: "URL elicitation required"}
 
 
-def _code_2026(seen: Seen, msg: dict) -> list[Finding]:
+def _code_2026(call: Call, msg: dict) -> list[Finding]:
     error = msg.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     if type(code) is not int:
         return []
-    request_id = msg.get("id") if _plain(msg.get("id")) else None
     if code in _RETIRED_2026:
-        return broke("error-code-retired", seen, f"error code {code} ({_RETIRED_2026[code]}) is retired in "
-                     f"2026-07-28", request_id=request_id)
+        return broke_call("error-code-retired", call, f"answered with error code {code} ({_RETIRED_2026[code]}), "
+                          f"retired in 2026-07-28")
     if -32099 <= code <= -32020 and code not in _DEFINED_2026:
-        return broke("error-code-reserved", seen, f"error code {code} is in the range the specification reserves "
-                     f"and does not define", request_id=request_id)
+        return broke_call("error-code-reserved", call, f"answered with error code {code}, in the range the "
+                          f"specification reserves and does not define")
     return []
-
-
-def _is_notification(method: Any) -> bool:
-    return type(method) is str and method.startswith("notifications/")
 
 
 def _plain(value: Any) -> bool:

@@ -37,7 +37,8 @@ class _Handshake:
 
 
 class Lifecycle(Observer):
-    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.STDIO_LINE})
+    # (a JSON answer to a POST holds the response, never a request or notification of the server's)
+    kinds = frozenset({records.HTTP_REQUEST, records.SSE_EVENT, records.STDIO_LINE})
 
     def __init__(self) -> None:
         self.sessions: dict[int, _Handshake] = {}
@@ -46,12 +47,29 @@ class Lifecycle(Observer):
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         msg = seen.record.get("msg")
         if type(msg) is dict:  # the common case, kept cheap: it runs for every message of the tape
-            if type(msg.get("method")) is not str:
+            method = msg.get("method")
+            if type(method) is not str:
                 return None  # an answer: the settled call tells what this observer needs of it
+            session = seen.session
+            state = self.sessions.get(id(session)) if session is not None else None
+            if state is not None and state.initialized:  # the steady state: what a message of each kind needs
+                if seen.record.get("dir", _C2S) == _C2S:
+                    if method in state.allowed:
+                        return (self._token(seen, session, msg) if "id" in msg else
+                                self._progress(seen, session, msg) if method == "notifications/progress" else
+                                None) or None
+                elif method == "notifications/progress":
+                    return self._progress(seen, session, msg) or None
             return self._message(seen, msg) or None
         if type(msg) is not list:
             return None
         found = [f for item in msg if type(item) is dict for f in self._message(seen, item)]
+        for item in msg:
+            if type(item) is dict and item.get("method") == "initialize" and "id" in item:
+                params = item.get("params") if isinstance(item.get("params"), dict) else {}
+                version = params.get("protocolVersion")
+                found += broke("initialize-not-in-batch", seen, "initialize was sent inside a JSON-RPC batch",
+                               revision=version if isinstance(version, str) else None, method="initialize")
         return found or None
 
     def _message(self, seen: Seen, msg: dict) -> list[Finding]:
@@ -70,10 +88,6 @@ class Lifecycle(Observer):
 
     def _client(self, seen: Seen, session: Session, state: _Handshake, method: str, msg: dict) -> list[Finding]:
         is_request = "id" in msg
-        if state.initialized and method in state.allowed:  # the steady state: a feature already judged
-            if is_request:
-                return self._token(seen, session, msg)
-            return self._progress(seen, session, msg) if method == "notifications/progress" else _NOTHING
         found: list[Finding] = []
         if not state.spoke:
             state.spoke = True
@@ -100,7 +114,7 @@ class Lifecycle(Observer):
         return found
 
     def _server(self, seen: Seen, session: Session, state: _Handshake, method: str, msg: dict) -> list[Finding]:
-        if method == "notifications/progress":  # the most frequent message a server sends on its own
+        if method == "notifications/progress":  # no capability, no handshake step: its token alone
             return self._progress(seen, session, msg)
         found: list[Finding] = []
         is_request = "id" in msg

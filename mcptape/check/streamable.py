@@ -92,7 +92,9 @@ class StreamableHttp(Observer):
             if status < 400:
                 found += broke("version-header-invalid-400", seen, f"MCP-Protocol-Version {ex.version_header!r} is "
                                f"no revision, yet the server answered {status}", None, *_call(request))
-        if ex.method == "POST" and request is not None and 200 <= status < 300 and _only_notifications(request):
+        if (ex.method == "POST" and request is not None and 200 <= status < 300
+                and not (type(request) is dict and "id" in request and "method" in request)  # a request: answered
+                and _only_notifications(request)):
             if status != 202 or "msg" in r or r.get("raw"):
                 said = f"{status}" + (" with a body" if status == 202 else "")
                 found += broke("notification-202", seen, f"a POST of notifications or responses only was answered "
