@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-import re
 from xml.etree import ElementTree
 
 from .. import __version__
+from ..terminal import safe
 from .requirements import DOCS, REGISTRY
 from .rules import SEVERITIES, Finding
 
@@ -75,12 +75,10 @@ def help_uri(rule: str) -> str:
     return f"{DOCS}#{rule}"
 
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
 def _xml_safe(text: str) -> str:
-    """Text from a tape as XML 1.0 can hold it: the characters it cannot are written as escapes."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Text from a tape as XML holds it and a terminal shows it: line by line through the one escaper (every
+    control and reordering character as an escape; XML 1.0 cannot hold most C0 controls at all)."""
+    return "\n".join(safe(line) for line in text.split("\n"))
 
 
 def junit(rows: list, findings: list[Finding], failing: tuple[str, ...]) -> str:
