@@ -76,10 +76,6 @@ class Requirement:
         level = self.level(revision)
         return "info" if self.observation or level is None else level.severity
 
-    @property
-    def anchor(self) -> str:
-        return self.id
-
 
 def _load(modules: Iterable) -> Mapping[str, Requirement]:
     found: dict[str, Requirement] = {}
@@ -100,6 +96,3 @@ def _registry() -> Mapping[str, Requirement]:
 REGISTRY: Mapping[str, Requirement] = _registry()
 DOCS = "docs/rules.md"  # where each requirement's section is (its anchor is its id)
 
-
-def get(rule: str) -> Requirement | None:
-    return REGISTRY.get(rule)
