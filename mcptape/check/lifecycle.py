@@ -173,7 +173,7 @@ class Lifecycle(Observer):
         if type(token) is not str and type(token) is not int:
             return broke("progress-token-type", seen, f"progressToken is {jsonrpc.type_name(token)} ({token!r})",
                          method=msg.get("method"), request_id=msg.get("id"))
-        key = (id(session), jsonrpc.id_key(token))
+        key = (id(session), token)  # (a string or an integer is its own id_key: the model's Call.token_key)
         earlier = self.tokens.get(key)
         if earlier is not None:
             return broke("progress-token-unique", seen, f"progressToken {token!r} is already the token of request "
@@ -182,9 +182,9 @@ class Lifecycle(Observer):
         return []
 
     def _progress(self, seen: Seen, session: Session, msg: dict) -> list[Finding]:
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        token = params.get("progressToken")
-        if (id(session), jsonrpc.id_key(token)) in self.tokens:
+        params = msg.get("params")
+        token = params.get("progressToken") if type(params) is dict else None
+        if (id(session), token if type(token) is str or type(token) is int else jsonrpc.id_key(token)) in self.tokens:
             return _NOTHING
         if any(note == "progress-after-response" for note, _ in seen.notes):
             return _NOTHING
