@@ -88,8 +88,7 @@ def broke(rule: str, seen: Seen, message: str, revision: str | None = None, meth
     requirement = REGISTRY[rule]
     session = seen.session
     revision = revision or (session.version if session is not None else None)
-    if (revision is not None and revision not in requirement.levels) or (
-            session is not None and session.transport not in requirement.transports):
+    if not requirement.holds(revision, session.transport if session is not None else None):
         return []
     return [about_record(rule, requirement.severity(revision), seen, message, requirement.clause, method,
                          request_id, direction)]
@@ -99,8 +98,7 @@ def broke_call(rule: str, call: Call, message: str) -> list[Finding]:
     """A finding that a settled call breaks a requirement, as `broke` does for a record."""
     requirement = REGISTRY[rule]
     revision = call.session.version
-    if (revision is not None and revision not in requirement.levels) or (
-            call.session.transport not in requirement.transports):
+    if not requirement.holds(revision, call.session.transport):
         return []
     return [about_call(rule, requirement.severity(revision), call, message, requirement.clause)]
 

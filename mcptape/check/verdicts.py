@@ -223,8 +223,7 @@ def judge(findings: Iterable[Finding], exercise: Exercise, tapes: list[str]) -> 
 
 
 def _applies(requirement: Requirement, shapes: set) -> bool:
-    return any(transport in requirement.transports and (version is None or version in requirement.levels)
-               for transport, version in shapes)
+    return any(requirement.holds(version, transport) for transport, version in shapes)
 
 
 def _revision(requirement: Requirement, shapes: set, latest: str | None) -> str | None:

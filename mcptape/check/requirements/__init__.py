@@ -72,6 +72,11 @@ class Requirement:
             return self.levels[max(self.levels)] if self.levels else None
         return self.levels.get(revision)
 
+    def holds(self, revision: str | None, transport: str | None) -> bool:
+        """Whether it binds a session of this revision and transport (either unknown: it may)."""
+        return ((revision is None or revision in self.levels)
+                and (transport is None or transport in self.transports))
+
     def severity(self, revision: str | None) -> str:
         level = self.level(revision)
         return "info" if self.observation or level is None else level.severity
