@@ -16,24 +16,14 @@ from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE,
 from ..tape import records
 from ..wire import http, jsonrpc
 from . import spec
+from .requirements import REGISTRY
 
 SEVERITIES = ("error", "warning", "info")
 
 # Whom each rule blames (docs/rules.md): a side, nobody, or the sender or receiver of what the finding is about (its
-# `dir`: the request's direction for a finding about a call, the record's for one about a message).
+# `dir`: the request's direction for a finding about a call, the record's for one about a message). The registry says.
 CLIENT, SERVER, NONE, SENDER, RECEIVER = "client", "server", "none", "sender", "receiver"
-BLAMES = {
-    "unanswered-request": RECEIVER, "no-resume-after-close": SENDER, "capture-incomplete": NONE,
-    "cancelled-without-response": NONE,
-    "dangling-stream": RECEIVER, "response-after-cancel": NONE, "request-after-close": NONE,
-    "dead-session-reuse": CLIENT, "no-reinitialize": CLIENT, "wrong-status-for-dead-session": SERVER,
-    "dead-id-reuse": NONE,  # the spec promises nothing of a tool's own ids: it is said, not blamed
-    "orphan-response": SENDER, "duplicate-response": RECEIVER, "duplicate-request-id": SENDER,
-    "request-before-initialize": CLIENT, "missing-session-id": CLIENT, "protocol-version-mismatch": CLIENT,
-    "malformed-message": SENDER, "progress-not-increasing": RECEIVER, "progress-after-response": RECEIVER,
-    "auth-rejected": NONE, "status-202-for-request": SERVER, "response-on-get-stream": SERVER,
-    "header-mismatch": CLIENT,
-}
+BLAMES = {requirement.id: requirement.binds for requirement in REGISTRY.values()}
 _SIDE = {records.C2S: (CLIENT, SERVER), records.S2C: (SERVER, CLIENT)}  # dir -> (sender, receiver)
 
 
@@ -91,6 +81,28 @@ def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str
                    direction or seen.record.get("dir"), request_id, method, message, clause, seen.seq, seen.t,
                    bool(seen.record.get("injected")) or (transition is not None and transition.injected),
                    transition=transition.to_json() if transition is not None else None)
+
+
+def broke(rule: str, seen: Seen, message: str, revision: str | None = None, method: Any = None,
+          request_id: Any = None, direction: str | None = None) -> list[Finding]:
+    """A finding that `seen` breaks a requirement of the registry, at the severity its level has in `revision` (the
+    session's unless given); none where the requirement does not hold (another revision or transport)."""
+    requirement = REGISTRY[rule]
+    session = seen.session
+    revision = revision or (session.version if session is not None else None)
+    if not requirement.holds(revision, session.transport if session is not None else None):
+        return []
+    return [about_record(rule, requirement.severity(revision), seen, message, requirement.clause, method,
+                         request_id, direction)]
+
+
+def broke_call(rule: str, call: Call, message: str) -> list[Finding]:
+    """A finding that a settled call breaks a requirement, as `broke` does for a record."""
+    requirement = REGISTRY[rule]
+    revision = call.session.version
+    if not requirement.holds(revision, call.session.transport):
+        return []
+    return [about_call(rule, requirement.severity(revision), call, message, requirement.clause)]
 
 
 class Calls(Observer):
@@ -212,26 +224,26 @@ class Messages(Observer):
                     yield about_record("response-on-get-stream", "warning", seen,
                                        f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed "
                                        f"stream", spec.GET_STREAM, request_id=msg.get("id"))
-                case Malformed(problem) if problem and self._protocol_channel(seen):
+                case Malformed(problem) if problem and on_protocol_channel(seen):
                     kind = seen.kind
                     clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
                               spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
                     yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning",
                                        seen, f"{kind}: {problem}", clause)
 
-    @staticmethod
-    def _protocol_channel(seen: Seen) -> bool:
-        """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
-        event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
-        kind = seen.kind
-        if kind == records.STDIO_LINE:
-            return True
-        ex = seen.exchange
-        if ex is None or not ex.mcp:
-            return False
-        if kind == records.HTTP_RESPONSE:
-            return ex.status is not None and 200 <= ex.status < 300 and ex.status != 202
-        return kind in (records.HTTP_REQUEST, records.SSE_EVENT)
+
+def on_protocol_channel(seen: Seen) -> bool:
+    """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
+    event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
+    kind = seen.kind
+    if kind == records.STDIO_LINE:
+        return True
+    ex = seen.exchange
+    if ex is None or not ex.mcp:
+        return False
+    if kind == records.HTTP_RESPONSE:
+        return ex.status is not None and 200 <= ex.status < 300 and ex.status != 202
+    return kind in (records.HTTP_REQUEST, records.SSE_EVENT)
 
 
 class Sessions(Observer):
@@ -391,6 +403,11 @@ def _what_died(session: Session, dead: Transition, seq: int) -> str:
 
 
 def all_rules() -> list[Observer]:
-    from .dead_ids import DeadIds  # here, not at the top: dead_ids builds its findings with this module
+    # here, not at the top: these build their findings with this module
+    from .dead_ids import DeadIds
+    from .envelope import Envelope
+    from .features import Features
+    from .lifecycle import Lifecycle
+    from .streamable import StreamableHttp
 
-    return [Calls(), Messages(), Sessions(), DeadIds()]
+    return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features()]

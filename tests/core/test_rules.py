@@ -524,7 +524,19 @@ def test_the_rule_stays_silent(rule, scenario):
     assert rule not in first.rules(*more)
 
 
+# The finding ids check had before the requirement registry: public, never renamed (docs/rules.md). The registry's
+# other requirements have their break and keep cases in test_requirements.py.
+PUBLIC = {
+    "unanswered-request", "no-resume-after-close", "capture-incomplete", "cancelled-without-response",
+    "dangling-stream", "response-after-cancel", "request-after-close", "dead-session-reuse", "no-reinitialize",
+    "wrong-status-for-dead-session", "dead-id-reuse", "orphan-response", "duplicate-response",
+    "duplicate-request-id", "request-before-initialize", "missing-session-id", "protocol-version-mismatch",
+    "malformed-message", "progress-not-increasing", "progress-after-response", "auth-rejected",
+    "status-202-for-request", "response-on-get-stream", "header-mismatch",
+}
+
+
 def test_every_rule_has_a_firing_and_a_silent_conversation():
-    every = set(BLAMES) | {"dead-id-reuse"}
-    assert set(FIRES) == every
-    assert set(SILENT) == every
+    assert PUBLIC <= set(BLAMES) | {"dead-id-reuse"}  # every public id is still judged
+    assert set(FIRES) == PUBLIC
+    assert set(SILENT) == PUBLIC
