@@ -1,8 +1,11 @@
 """Record a stdio MCP server by standing in for it: `mcptape record -o tape -- CMD ARGS`.
 
 The client launches us instead of the server; we launch the server and relay its stdin, stdout and stderr
-byte for byte, each chunk forwarded as soon as its complete lines are on tape (no added buffering: a partial line
-goes straight through). We write nothing of our own to stdout, forward signals, and exit as the server did.
+byte for byte, each chunk forwarded as soon as it is read (no added buffering: a partial line goes straight
+through). Recording is off that path: a chunk's complete lines are queued (raw bytes and the time, nothing parsed),
+the chunk goes on, and only then are they parsed, redacted and written. The queue is one for all three pipes and
+filled before forwarding, so the tape stays causal: the peer cannot answer a line before it is queued. We write
+nothing of our own to stdout, forward signals, and exit as the server did.
 
 A line is gathered as a list of its parts (capture/bounded.py), so time stays linear in its length; one longer
 than a reader takes whole is recorded cut (its first bytes, size and SHA-256), never held whole, and always
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from .. import TOOL
@@ -40,6 +44,10 @@ class StdioRecorder:
         self.argv = argv
         self.writer = writer
         self.redactor = redactor or Redactor()
+        # What is to be recorded, in order: (time, make); `make(t)` builds the record. The queue's lock is held only
+        # to read the time and append (so `t` never runs backwards); the writer's lock while records are written.
+        self._queue: deque[tuple[float, Callable[[float], records.Record]]] = deque()
+        self._queue_lock = threading.Lock()
         self._lock = threading.Lock()
         self.failure: str | None = None  # set when the tape could not be written: relaying goes on regardless
         # Live edits (edits.Editor): the plans for requests in flight, by id; the server's answers are then relayed
@@ -52,15 +60,36 @@ class StdioRecorder:
         self.limit = body_limit()
 
     def record(self, make: Callable[[float], records.Record]) -> None:
-        # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
-        with self._lock:
-            if self.failure is not None:
-                return
+        """Record now: `make` is called at once, so it may read variables its caller changes next."""
+        with self._queue_lock:
+            t = time.time()
+            made = make(t)
+            self._queue.append((t, lambda _t: made))
+        self.drain()
+
+    def queue(self, make: Callable[[float], records.Record]) -> None:
+        """Record soon: `make` is called when the record is written and must hold what it needs (_line_maker)."""
+        with self._queue_lock:
+            self._queue.append((time.time(), make))
+
+    def drain(self) -> None:
+        """Write what is queued. A pump never waits here for another: whoever holds the writer's lock writes what
+        was queued meanwhile too (it looks again after letting go)."""
+        while self._queue and self._lock.acquire(blocking=False):
             try:
-                self.writer.write(self.redactor.record(make(time.time())))
-            except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
-                self.failure = f"{type(e).__name__}: {e}"
-                _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
+                while self._queue:
+                    t, make = self._queue.popleft()
+                    if self.failure is None:
+                        self._write(t, make)
+            finally:
+                self._lock.release()
+
+    def _write(self, t: float, make: Callable[[float], records.Record]) -> None:
+        try:
+            self.writer.write(self.redactor.record(make(t)))
+        except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
+            self.failure = f"{type(e).__name__}: {e}"
+            _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
 
     def run(self) -> int:
         """Run the server to its end. Returns its exit code, or minus the signal that ended it."""
@@ -98,23 +127,25 @@ class StdioRecorder:
         return returncode
 
     def _pump(self, src: int, dst: int, direction: str, at_eof: Callable[[], None] | None) -> None:
-        """Record each complete line, then forward the chunk at once. Recording first keeps the tape causal: the
-        peer cannot answer a line before it is on tape, so the other direction's pump cannot record the answer
-        first. A chunk without a newline is forwarded straight away. A dead reader does not stop the recording."""
+        """Queue each complete line, forward the chunk, then write what is queued (see the module's doc). With
+        live edits, a request is planned before it goes on, so its answer finds the plan. A dead reader does not
+        stop the recording."""
         line = Bounded(self.limit)
+        planning = self.editor is not None and direction == records.C2S
         dst_alive = True
         while chunk := _read(src):
             for part, ended in _lines(chunk):
                 line.add(part)
                 if ended:
-                    self.record(lambda t: _line(t, direction, line))
-                    if self.editor is not None and direction == records.C2S and not line.cut:
+                    self.queue(_line_maker(direction, line))
+                    if planning and not line.cut:
                         self._plan(line.whole())
                     line.clear()
             if dst_alive:
                 dst_alive = _write_all(dst, chunk)
+            self.drain()
         if line.size:
-            self.record(lambda t: _line(t, direction, line, partial=True))
+            self.queue(_line_maker(direction, line, partial=True))
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
         if at_eof is not None:
             try:
@@ -152,7 +183,7 @@ class StdioRecorder:
                 with self._out_lock:
                     _write_all(dst, part + b"\n" if ended else part)
                 if ended:
-                    self.record(lambda t: _line(t, direction, passing))
+                    self.record(_line_maker(direction, passing))
                     passing = None
                 continue
             if not ended:
@@ -179,7 +210,7 @@ class StdioRecorder:
             else:
                 self._send_all(dst, out)
         if passing is not None:
-            self.record(lambda t: _line(t, direction, passing, partial=True))
+            self.record(_line_maker(direction, passing, partial=True))
         elif held and (pending := b"".join(held)):
             self._send(dst, pending, functools.partial(records.stdio_line, partial=True), b"")
         self.record(lambda t: records.stdio_eof(t, direction))
@@ -196,18 +227,21 @@ class StdioRecorder:
     def _pump_stderr(self, src: int) -> None:
         line = Bounded(self.limit)
 
-        def stderr(t: float) -> records.Record:
-            return records.stdio_stderr(t, b"", line.fields()) if line.cut else records.stdio_stderr(t, line.whole())
+        def stderr() -> Callable[[float], records.Record]:
+            if line.cut:
+                return functools.partial(records.stdio_stderr, line=b"", cut=line.fields())
+            return functools.partial(records.stdio_stderr, line=line.whole())
 
         while chunk := _read(src):
             for part, ended in _lines(chunk):
                 line.add(part)
                 if ended:
-                    self.record(stderr)
+                    self.queue(stderr())
                     line.clear()
             _write_all(2, chunk)
+            self.drain()
         if line.size:
-            self.record(stderr)
+            self.record(stderr())
 
 
 class StartError(Exception):
@@ -226,10 +260,12 @@ def _lines(chunk: bytes):
         yield chunk[start:], False
 
 
-def _line(t: float, direction: str, line: Bounded, partial: bool = False) -> records.Record:
+def _line_maker(direction: str, line: Bounded, partial: bool = False) -> Callable[[float], records.Record]:
+    """What builds the record of a line, holding what it needs of `line` (which is cleared for the next)."""
     if line.cut:
-        return records.stdio_line(t, direction, b"", partial, line.fields())
-    return records.stdio_line(t, direction, line.whole(), partial)
+        return functools.partial(records.stdio_line, direction=direction, line=b"", partial=partial,
+                                 cut=line.fields())
+    return functools.partial(records.stdio_line, direction=direction, line=line.whole(), partial=partial)
 
 
 def _injected_line(t: float, direction: str, line: bytes) -> records.Record:
