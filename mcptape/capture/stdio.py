@@ -77,16 +77,18 @@ class StdioRecorder:
         was queued meanwhile too (it looks again after letting go)."""
         while self._queue and self._lock.acquire(blocking=False):
             try:
+                made = []
                 while self._queue:
                     t, make = self._queue.popleft()
-                    if self.failure is None:
-                        self._write(t, make)
+                    made.append((t, make))
+                if self.failure is None:
+                    self._write(made)
             finally:
                 self._lock.release()
 
-    def _write(self, t: float, make: Callable[[float], records.Record]) -> None:
+    def _write(self, made: list[tuple[float, Callable[[float], records.Record]]]) -> None:
         try:
-            self.writer.write(self.redactor.record(make(t)))
+            self.writer.write_many([self.redactor.record(make(t)) for t, make in made])
         except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
             self.failure = f"{type(e).__name__}: {e}"
             _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
