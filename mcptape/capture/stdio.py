@@ -60,12 +60,18 @@ class StdioRecorder:
         self.limit = body_limit()
 
     def record(self, make: Callable[[float], records.Record]) -> None:
-        """Record now: `make` is called at once, so it may read variables its caller changes next."""
+        """Record now: `make` is called at once (it may read what its caller changes next), and this returns once
+        the record is written (the end of the run relies on it)."""
         with self._queue_lock:
             t = time.time()
-            made = make(t)
+            try:
+                made = make(t)
+            except Exception as e:
+                self._stop(e)
+                return
             self._queue.append((t, lambda _t: made))
-        self.drain()
+        with self._lock:
+            self._write_queued()
 
     def queue(self, make: Callable[[float], records.Record]) -> None:
         """Record soon: `make` is called when the record is written and must hold what it needs (_line_maker)."""
@@ -77,19 +83,25 @@ class StdioRecorder:
         was queued meanwhile too (it looks again after letting go)."""
         while self._queue and self._lock.acquire(blocking=False):
             try:
-                made = []
-                while self._queue:
-                    t, make = self._queue.popleft()
-                    made.append((t, make))
-                if self.failure is None:
-                    self._write(made)
+                self._write_queued()
             finally:
                 self._lock.release()
 
-    def _write(self, made: list[tuple[float, Callable[[float], records.Record]]]) -> None:
+    def _write_queued(self) -> None:
+        """Everything queued, in one write (under the writer's lock)."""
+        made = []
+        while self._queue:
+            made.append(self._queue.popleft())
+        if self.failure is not None:
+            return
         try:
             self.writer.write_many([self.redactor.record(make(t)) for t, make in made])
-        except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
+        except Exception as e:
+            self._stop(e)
+
+    def _stop(self, e: Exception) -> None:
+        # A full disk must not break the client's server: say so once, keep relaying.
+        if self.failure is None:
             self.failure = f"{type(e).__name__}: {e}"
             _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
 
