@@ -119,6 +119,9 @@ class StdioRecorder:
                 made.append(_line(t, pipe, line, partial=True))
                 line.clear()
             return
+        if not line.size and chunk.endswith(b"\n") and len(chunk) <= self.limit:  # whole lines, none to cut
+            made.extend(_whole_line(t, pipe, data) for data in chunk[:-1].split(b"\n"))
+            return
         for part, ended in _lines(chunk):
             line.add(part)
             if ended:
@@ -290,11 +293,15 @@ def _lines(chunk: bytes):
 
 def _line(t: float, pipe: str, line: Bounded, partial: bool = False) -> records.Record:
     """The record of a line (of stderr: without `partial`, whose end says nothing of the protocol)."""
-    if pipe == _STDERR:
-        return records.stdio_stderr(t, b"", line.fields()) if line.cut else records.stdio_stderr(t, line.whole())
+    if pipe == _STDERR and line.cut:
+        return records.stdio_stderr(t, b"", line.fields())
     if line.cut:
         return records.stdio_line(t, pipe, b"", partial, line.fields())
-    return records.stdio_line(t, pipe, line.whole(), partial)
+    return _whole_line(t, pipe, line.whole(), partial)
+
+
+def _whole_line(t: float, pipe: str, data: bytes, partial: bool = False) -> records.Record:
+    return records.stdio_stderr(t, data) if pipe == _STDERR else records.stdio_line(t, pipe, data, partial)
 
 
 def _injected_line(t: float, direction: str, line: bytes) -> records.Record:
