@@ -369,7 +369,7 @@ class Model:
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
         headers = r.get("headers") or []
-        version = r.get("protocol_version")
+        version = _text(r.get("protocol_version"))
         sent = r.get("session")
         session: Session | None = None
         if sent and r.get("path") in self._legacy_paths:
@@ -514,7 +514,7 @@ class Model:
                     seen.t, ex, injected=bool(seen.record.get("injected")))
         key = call.key = (id(session), direction, jsonrpc.id_key(call.id))
         meta = _meta(msg)
-        if (version := meta.get("io.modelcontextprotocol/protocolVersion")) is not None:
+        if (version := _text(meta.get("io.modelcontextprotocol/protocolVersion"))) is not None:
             # the 2026-07-28 era puts the protocol version on every request
             session.version = version
         earlier = self._calls.get(key)
@@ -558,7 +558,7 @@ class Model:
         if call.method == "initialize" and "result" in msg:
             session.initialized = True
             self._transition(seen, session, OPENED)  # stdio and legacy: no id to hand out; the handshake opens it
-            version = msg["result"].get("protocolVersion") if isinstance(msg["result"], dict) else None
+            version = _text(msg["result"].get("protocolVersion")) if isinstance(msg["result"], dict) else None
             session.version = version or session.version
         settled.append(call)
 
@@ -624,3 +624,8 @@ def _meta(msg: dict) -> dict:
     params = msg.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return meta if isinstance(meta, dict) else _NO_META
+
+
+def _text(value: object) -> str | None:
+    """A protocol version as the tape gives it, if it is a string: a hostile tape may put anything there."""
+    return value if isinstance(value, str) else None

@@ -101,3 +101,19 @@ def test_every_reader_takes_every_tape(items):
         assert [records.problem(r) for r in stored] == [None] * len(stored)  # what import accepts
         header, back = json_form.parse_document(json_form.dumps(json_form.document(Reader(path).header, stored)))
         assert back == stored
+
+
+def test_a_protocol_version_that_is_no_string_is_taken_as_none():
+    # hypothesis found these: a version of true or [null] in an initialize result or a 2026 _meta reached
+    # string comparisons in the model's judges and the report's tables
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": [None]}}}
+    for version in (True, [None], 7):
+        answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": version}}).encode()
+        test_every_reader_takes_every_tape.hypothesis.inner_test([
+            records.capture_start(0.0, "t", {}, {}),
+            records.http_request(1.0, 0, 0, "POST", "/mcp", [], [], None, None, True,
+                                 records.body(json.dumps(init).encode())),
+            records.http_response(1.0, 0, 200, "", [("content-type", "application/json")], None,
+                                  records.body(answer)),
+        ])
