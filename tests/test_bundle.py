@@ -149,7 +149,8 @@ def _secret_tape(path) -> str:
     return write_tape(path, [
         records.capture_start(0.0, "t", {"modes": ["reverse:http://127.0.0.1:9"]}, {}),
         records.http_request(1.0, 0, 0, "POST", "/mcp", [["key", API_KEY]],
-                             [["Host", "127.0.0.1:9"], ["Authorization", f"Bearer {GITHUB}"]], None, None, True,
+                             [["Host", "127.0.0.1:9"], ["Accept", "application/json, text/event-stream"],
+                              ["Authorization", f"Bearer {GITHUB}"]], None, None, True,
                              {"msg": msg}),
         records.http_response(1.1, 0, 200, "OK", [["content-type", "application/json"]], None, {"msg": answer}),
         records.end(1.2, 0, records.COMPLETE),
