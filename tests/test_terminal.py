@@ -54,7 +54,7 @@ def stdio_tape(path, text: str, answer: str = "ok") -> str:
                                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                                            "clientInfo": {"name": text, "version": "1"}}}),
         line(1.1, records.S2C, {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18",
-                                                                      "capabilities": {}, "serverInfo":
+                                                                      "capabilities": {"tools": {}}, "serverInfo":
                                                                       {"name": text, "version": "1"}}}),
         line(1.2, records.C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
         line(1.3, records.C2S, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
