@@ -14,12 +14,22 @@ import hashlib
 import sys
 import warnings
 
+import mcp.types as mcp_types
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 warnings.filterwarnings("ignore", message="The logging capability is deprecated")  # logs are what it needs
 server = MCPServer("secret-demo")
 SEED = "unset"
+
+
+async def _set_level(ctx, params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
+    return mcp_types.EmptyResult()
+
+
+# login sends a log notification, and "Servers that emit log message notifications MUST declare the logging
+# capability" (Utilities › Logging); the SDK declares it only for a server that handles logging/setLevel.
+server._lowlevel_server.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, _set_level)
 
 
 def secret(kind: str, seed: str | None = None) -> str:
