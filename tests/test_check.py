@@ -74,8 +74,8 @@ def test_clean_sdk_sessions_have_no_warnings_or_errors(demo_server, record, tmp_
     assert serious(report) == [], serious(report)
     assert report["summary"]["tapes"] == 4
     assert run_mcptape("check", *map(str, tapes), "--fail-on", "never").returncode == 0
-    logged = [f for f in report["findings"] if f["rule"] == "declare-logging"]
-    assert logged and all(f["blames"] == "server" and f["method"] == "notifications/message" for f in logged)
+    # the demo server declares logging (it handles logging/setLevel), so its log notifications break no rule
+    assert [f for f in report["findings"] if f["severity"] in ("error", "warning")] == []
 
 
 def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
