@@ -134,6 +134,16 @@ def test_a_long_conversation_is_folded_around_the_calls_that_matter(tmp_path):
     assert len(data["calls"]) == 5001  # the JSON keeps every call
 
 
+def test_a_finding_about_a_notification_draws_the_notification(tmp_path):
+    tape = _stdio_conversation(tmp_path / "log.mcptape", 40)  # long enough that ordinary calls are folded
+    items = [*Reader(tape), records.stdio_line(9.0, records.S2C, json.dumps({
+        "jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}}).encode())]
+    data = build([write_tape(tmp_path / "logged.mcptape", items)])
+    [logged] = [f for f in data["findings"] if f["rule"] == "declare-logging"]  # no logging capability declared
+    [arrow] = [s for s in diagram.steps(data) if s.at == f"{logged['tape']}#{logged['record']}"]
+    assert (arrow.kind, arrow.text, arrow.frm, arrow.to) == ("arrow", "notifications/message", "server", "client")
+
+
 def test_text_from_a_tape_stays_text_in_every_format(tmp_path):
     evil = "x```\n</details><script>alert(1)</script>; C->>S: forged\n# heading | cell"
     data = build([_stdio_conversation(tmp_path / "evil.mcptape", 3, failing={2}, name=evil)])

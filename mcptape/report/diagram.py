@@ -40,6 +40,9 @@ def matters(call: dict, about: set) -> bool:
             or (call["tape"], call["record"]) in about)
 
 
+_ENDS = {records.C2S: (CLIENT, SERVER), records.S2C: (SERVER, CLIENT)}
+
+
 def _call_steps(call: dict) -> tuple[list[Step], list[Step]]:
     """The arrow of the request, and what became of it (drawn where the answer is in the tape)."""
     frm, to = (CLIENT, SERVER) if call["dir"] == records.C2S else (SERVER, CLIENT)
@@ -92,6 +95,14 @@ def steps(report: dict) -> list[Step]:
         events.append((at(x["tape"], x["response_record"], 1),
                        [Step("arrow", f"HTTP {x['status']} ({x['method']})", answerer, CLIENT, style,
                              f"{x['tape']}#{x['response_record']}")]))
+    drawn = {(c["tape"], c["record"]) for c in calls} | {(x["tape"], x["record"]) for x in report.get("exchanges", ())}
+    for f in report["findings"]:  # a finding about a message that is no call (a log the server did not declare)
+        where = (f["tape"], f["record"])
+        if f["record"] is not None and f["method"] and f["dir"] in _ENDS and where not in drawn:
+            drawn.add(where)
+            frm, to = _ENDS[f["dir"]]
+            events.append((at(*where, 1), [Step("arrow", _short(f["method"]), MCPTAPE if f["injected"] else frm, to,
+                                                "injected" if f["injected"] else "request", f"{f['tape']}#{f['record']}")]))
     for s in report["sessions"]:
         for what in ("opened", "dead", "ended", "superseded"):
             step = s[what]
