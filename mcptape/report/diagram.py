@@ -101,8 +101,9 @@ def steps(report: dict) -> list[Step]:
         if f["record"] is not None and f["method"] and f["dir"] in _ENDS and where not in drawn:
             drawn.add(where)
             frm, to = _ENDS[f["dir"]]
-            events.append((at(*where, 1), [Step("arrow", _short(f["method"]), MCPTAPE if f["injected"] else frm, to,
-                                                "injected" if f["injected"] else "request", f"{f['tape']}#{f['record']}")]))
+            sender, style = (MCPTAPE, "injected") if f["injected"] else (frm, "request")
+            events.append((at(*where, 1), [Step("arrow", _short(f["method"]), sender, to, style,
+                                                f"{f['tape']}#{f['record']}")]))
     for s in report["sessions"]:
         for what in ("opened", "dead", "ended", "superseded"):
             step = s[what]
