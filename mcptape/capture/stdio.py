@@ -44,6 +44,7 @@ class StdioRecorder:
         self._plans: dict = {}
         self._out_lock = threading.Lock()
         self._timers: list[threading.Timer] = []
+        self._proc: subprocess.Popen | None = None
 
     def record(self, make: Callable[[float], records.Record]) -> None:
         # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
@@ -70,6 +71,7 @@ class StdioRecorder:
             self.record(lambda t: records.capture_stop(t, "server did not start"))
             raise StartError(message, code) from None
 
+        self._proc = proc  # a live edit may end it (refuse-discover answer=exit)
         previous = {sig: signal.signal(sig, lambda s, _f: _forward(proc, s)) for sig in FORWARDED}
         answers = self._pump if self.editor is None else self._pump_edited
         pumps = [
@@ -123,6 +125,11 @@ class StdioRecorder:
         if not isinstance(msg, dict):
             return
         plan = self.editor.plan(time.time(), msg)
+        if plan.exit:  # the server dies on this request, as some older servers do on the 2026-07-28 probe
+            self.record(lambda t: records.edit(t, plan.texts, "ended the server instead of an answer",
+                                               request_id=msg.get("id")))
+            _forward(self._proc, signal.SIGTERM)
+            return
         if plan and jsonrpc.kind(msg) == "request":
             self._plans[jsonrpc.id_key(msg.get("id"))] = plan
 

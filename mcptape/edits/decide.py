@@ -32,6 +32,7 @@ class Plan:
     close_after: int | None = None
     duplicate: bool = False
     malformed: str | None = None
+    exit: bool = False  # stdio: the server exits instead of answering (refuse-discover answer=exit)
 
     def __bool__(self) -> bool:
         return bool(self.fired)
@@ -44,7 +45,7 @@ class Plan:
     @property
     def replaces_answer(self) -> bool:
         """The client gets an answer of ours, and the recorded (or real) answer stays unused."""
-        return self.status is not None or self.error is not None or self.reset
+        return self.status is not None or self.error is not None or self.reset or self.exit
 
     @property
     def changes_events(self) -> bool:
@@ -165,6 +166,8 @@ class Editor:
             plan.duplicate = True
         elif edit.action == "malformed":
             plan.malformed = o.get("kind", "not-json")
+        elif edit.action == "refuse-discover":
+            _refuse_discover(o, plan, msg)
 
     def applied(self, edit: Edit) -> int:
         """How many messages the edit was done on: it fired, and the answer could take it."""
@@ -182,6 +185,37 @@ class Editor:
         """Warnings for the edits that never fired, for the end of a run."""
         return [f"edit {e.text!r} never fired" + (f": {self.why_not[e.text]}" if e.text in self.why_not else "")
                 for e in self.edits if self.applied(e) == 0]
+
+
+# what servers from before 2026-07-28 say with each JSON-RPC code when a probe reaches them
+REFUSAL_MESSAGES = {-32600: "Bad Request: Unsupported protocol version", -32601: "Method not found",
+                    -32602: "Invalid params", -32001: "Session not found"}
+
+
+def _refuse_discover(o: dict, plan: Plan, msg: Any) -> None:
+    """An older server's answer to the probe: an HTTP status with no body, with a body as given, or with a JSON-RPC
+    error (`code`); a JSON-RPC error alone (over JSON, or a stdio line); no answer; or (stdio) the server exits."""
+    if o.get("answer") == "none":
+        plan.drop = True
+        return
+    if o.get("answer") == "exit":
+        plan.exit = True
+        return
+    error = None
+    if "code" in o:
+        error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                 "error": {"code": o["code"], "message": o.get("message", REFUSAL_MESSAGES.get(o["code"], "Error"))}}
+    if "status" not in o:
+        plan.error = error
+        return
+    status = o["status"]
+    headers = [("allow", "GET")] if status == 405 else []  # a legacy HTTP+SSE endpoint: GET opens the channel
+    if error is not None:
+        plan.status = status, [*headers, ("content-type", "application/json")], _dumps(error)
+    elif "body" in o:
+        plan.status = _answer(status, o["body"], headers, {})
+    else:
+        plan.status = status, headers, b""
 
 
 def _http_error(code: int) -> dict:
@@ -231,6 +265,8 @@ def describe(plan: Plan) -> str:
     parts = []
     if plan.delay:
         parts.append(f"delay {plan.delay:g} s")
+    if plan.exit:
+        parts.append("exit the server")
     if plan.reset:
         parts.append("reset the connection")
     elif plan.status is not None:

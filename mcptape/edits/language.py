@@ -25,12 +25,15 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "error": ("code", "message"),
     "malformed": ("kind",),
     "duplicate": (),
+    # an older server's answer to a 2026-07-28 client's probe (docs/edits.md lists the variants met in the field)
+    "refuse-discover": ("status", "code", "message", "body", "answer"),
 }
 REQUIRED = {"status": ("code",), "drop-event": ("n",), "close-stream": ("after",), "delay": ("seconds",)}
+REFUSE_ANSWERS = ("none", "exit")  # refuse-discover answer=: no answer at all; (stdio) the server exits
 MALFORMED_KINDS = ("truncate", "not-json", "wrong-id")
 SELECTORS = "post:N, METHOD#N, id:X, after:DURATION, session:N"
 
-STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate")
+STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate", "refuse-discover")
 # Live traffic: what mitmproxy can do faithfully. A stream cut by the proxy would leave the real server's stream
 # running behind the cut, so a resume would meet a server that never lost the client: refused, not approximated.
 # Event-level edits work on live streams: the edited events are re-encoded as each one completes.
@@ -105,6 +108,12 @@ def parse(text: str) -> Edit:
             options.setdefault("headers", []).append(_header(text, value))
         else:
             options[key] = _value(text, action, key, value)
+    if action == "refuse-discover":
+        if not {"status", "code", "answer"} & options.keys():
+            raise EditError(f"edit {text!r}: refuse-discover needs status=, code= or answer= (e.g. "
+                            f"'refuse-discover status=400')")
+        options.setdefault("at", Selector("method", ("server/discover", 1)))  # every probe, unless told
+        options.setdefault("times", None)  # an older server refuses every probe
     if "at" not in options:
         raise EditError(f"edit {text!r}: at=SELECTOR is required ({SELECTORS})")
     for key in REQUIRED.get(action, ()):
@@ -143,7 +152,11 @@ def _value(text: str, action: str, key: str, value: str) -> Any:
         if value.isdigit() and int(value) > 0:
             return int(value)
         raise bad("a positive number or 'all'")
-    if key in ("status", "code") and action != "error":
+    if key == "answer":
+        if value in REFUSE_ANSWERS:
+            return value
+        raise bad(" or ".join(REFUSE_ANSWERS))
+    if key in ("status", "code") and not (action == "error" or (action, key) == ("refuse-discover", "code")):
         if value.isdigit() and 100 <= int(value) <= 599:
             return int(value)
         raise bad("an HTTP status from 100 to 599")
@@ -220,6 +233,12 @@ def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False, 
         if legacy and edit.action in LEGACY_REFUSED_WHY:
             raise EditError(f"edit {edit.text!r}: {edit.action} cannot apply to this tape: "
                             f"{LEGACY_REFUSED_WHY[edit.action]}")
+        if edit.action == "refuse-discover" and stdio and "status" in edit.options:
+            raise EditError(f"edit {edit.text!r}: status= is HTTP-only; on stdio refuse with code= (an error line), "
+                            "answer=none or answer=exit")
+        if edit.action == "refuse-discover" and not stdio and edit.options.get("answer") == "exit":
+            raise EditError(f"edit {edit.text!r}: answer=exit is the stdio server exiting; over HTTP use "
+                            "answer=none (no answer) or status=")
         if stdio and edit.action not in STDIO_ACTIONS:
             raise EditError(f"edit {edit.text!r}: {edit.action} is HTTP-only; on stdio use {', '.join(STDIO_ACTIONS)}")
         if stdio and edit.at.kind in ("post", "session"):

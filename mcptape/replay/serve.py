@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..edits import Editor, check_transport
-from ..model import LEGACY_SSE
+from ..model import HANDSHAKE_VERSIONS, LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
 from .recorded import Answer, RecordedSession, Recording
@@ -33,6 +33,7 @@ class LiveSession:
     # still goes out with the live request's id and progress token
     ids: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
+    derived: bool = False  # opened by a handshake the replay derived from a recorded server/discover
 
 
 @dataclass
@@ -64,6 +65,11 @@ class Replayer:
         # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
         self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
+        # A 2026-07-28 tape (the client probed, the server answered server/discover, no initialize): a client that
+        # falls back to initialize (an edit refused its probe) gets a handshake derived from the discover answer.
+        self.discover = None if self.session_era or self.legacy else _discovered(recording)
+        if self.discover is not None:  # a fallen-back client's requests lack the era's per-request _meta
+            self.ignore += [pointer.parse(p) for p in ERA_META]
         # (recorded session, method) -> the candidates, each with its shape (match.normalize, once per answer)
         self._pools: dict[tuple[str | None, Any], list[tuple[Answer, Any]]] = {}
         self._shapes: dict[Answer, Any] = {}
@@ -71,6 +77,12 @@ class Replayer:
         self._asked: set[Answer] = set()  # the answers the client asked for, delivered or not
 
     # -- sessions --------------------------------------------------------------------------------------------------
+
+    def open_derived_session(self) -> LiveSession:
+        """A live initialize on a 2026-07-28 tape: a session as a session-era server mints one."""
+        live = LiveSession(uuid.uuid4().hex, None, derived=True)
+        self.sessions[live.id] = live
+        return live
 
     def open_session(self) -> LiveSession:
         """A live initialize without a session id (or a legacy GET): bind it to the next recorded session that
@@ -95,6 +107,11 @@ class Replayer:
         """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it. `consume`: it goes
         out as recorded, so it is used up; one an edit withholds or answers in place of (edits.delivers) is left
         for a retry."""
+        if session is not None and session.derived:
+            if live.get("method") in DERIVED:
+                return self._derived(live, session)
+            if live.get("params") is None and "method" in live:  # a 2026-07-28 request always has params (_meta)
+                live = {**live, "params": {}}
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
@@ -114,6 +131,25 @@ class Replayer:
         if token is not None:
             maps.tokens[jsonrpc.id_key(token)] = jsonrpc.progress_token(live)
         return self._outcome(recorded, maps, session, stdio)
+
+    def _derived(self, live: dict, session: LiveSession) -> Outcome:
+        """The handshake a session-era server built from the recorded discover answer would give: its
+        capabilities, server info and instructions, at the client's revision when the server era knows it (else
+        the newest it knows). notifications/initialized is accepted."""
+        if "id" not in live:
+            return Outcome(status=202, session=session)
+        found = self.discover
+        params = live.get("params") if isinstance(live.get("params"), dict) else {}
+        asked = params.get("protocolVersion")
+        meta = found.get("_meta") if isinstance(found.get("_meta"), dict) else {}
+        result = {"protocolVersion": asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
+                  "capabilities": found.get("capabilities") if isinstance(found.get("capabilities"), dict) else {},
+                  "serverInfo": found.get("serverInfo") or meta.get("io.modelcontextprotocol/serverInfo")
+                  or {"name": "mcptape-replay", "version": "0"}}
+        if isinstance(found.get("instructions"), str):
+            result["instructions"] = found["instructions"]
+        answer = {"jsonrpc": "2.0", "id": live["id"], "result": result}
+        return Outcome(body=answer, lines=[{"msg": answer}], session=session)
 
     def asked(self, recorded: Answer) -> bool:
         """Whether the client has asked for this recorded answer (a message the recorded server sent after it may
@@ -233,6 +269,23 @@ class Replayer:
             return event
         msg = self._rewrite(event["msg"], maps)
         return None if msg is None else {**event, "msg": msg}
+
+
+# What a derived session answers itself; the rest is served from the recorded 2026-07-28 answers.
+DERIVED = ("initialize", "notifications/initialized")
+# 2026-07-28 requests carry the era's per-request _meta (protocol version, client info and capabilities), which a
+# client fallen back to initialize does not send: on a tape that can derive a handshake, _meta is not matched.
+ERA_META = ("/params/_meta",)
+
+
+def _discovered(recording: Recording) -> dict | None:
+    """The result of the recorded server/discover answer, if the tape has one."""
+    for answer in recording.answers:
+        if answer.method == "server/discover":
+            for message in answer.messages:
+                if isinstance(message["msg"].get("result"), dict):
+                    return message["msg"]["result"]
+    return None
 
 
 def _json_safe(diff: dict) -> Any:

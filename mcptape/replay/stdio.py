@@ -13,11 +13,15 @@ from ..wire import jsonrpc
 from .serve import Replayer
 
 
+EXIT_CODE = 1  # what the replay exits with when an edit makes the server exit (refuse-discover answer=exit)
+
+
 def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | None = None,
-          pace: Callable[[float], float] | None = None) -> None:
+          pace: Callable[[float], float] | None = None) -> int:
     """Answer each request line until stdin closes: the recorded notifications, then the answer, each message a
     line, whichever transport recorded them (an HTTP tape's SSE events, JSON bodies, legacy channel). Notifications
-    and responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded."""
+    and responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded. Returns
+    the exit code: 0 when stdin closed, EXIT_CODE when an edit made the server exit."""
     session = replayer.open_session()
     editor = replayer.editor
 
@@ -52,8 +56,12 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
             if hold := edits.hold(plan):
                 _edited(log, plan, request_id, hold)
                 time.sleep(hold.seconds)
-            if ours := edits.instead(plan):  # on stdio, an error (check_transport refuses the rest)
+            if ours := edits.instead(plan):  # on stdio, an error or an exit (check_transport refuses the rest)
                 _edited(log, plan, request_id, ours)  # the recorded answer stays unused for a retry
+                if isinstance(ours, edits.Exit):  # as a server that dies on the probe: its stdout closes
+                    if log is not None:
+                        log.write(records.stdio_exit(time.time(), EXIT_CODE))
+                    return EXIT_CODE
                 write(ours.body, True)
                 continue
             outcome = replayer.answer(msg, session, stdio=True, consume=edits.delivers(plan))
@@ -76,6 +84,7 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
     except EOFError:
         if log is not None:
             log.write(records.stdio_eof(time.time(), records.C2S))  # the client closed our stdin
+    return 0
 
 
 def _edited(log: Writer | None, plan: edits.Plan, request_id, effect: edits.Effect | edits.EditedEvents) -> None:

@@ -1,0 +1,61 @@
+"""A 2026-07-28 'auto' client against a server that predates 2026-07-28: the official SDK client (auto mode)
+recorded against the SDK server (it probes with server/discover: no initialize on the tape), then replayed with
+`refuse-discover`, which plays an older server's answer to the probe. The client falls back to initialize, the
+replay derives the handshake from the recorded discover answer and serves every recorded call."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcptape.check import check
+from mcptape.replay import replaying
+from mcptape.tape.file import read
+
+
+async def session(url: str) -> list[str]:
+    """What an application does: list, call, read; the lines it saw."""
+    async with Client(url, mode="auto") as client:
+        lines = [f"protocol {client.protocol_version}"]
+        lines.append(",".join(sorted(t.name for t in (await client.list_tools()).tools)))
+        lines.append(json.dumps((await client.call_tool("add", {"a": 2, "b": 3})).structured_content))
+        lines.append((await client.read_resource("demo://hello")).contents[0].text)
+        return lines
+
+
+def methods(tape) -> list[str]:
+    return [r["msg"]["method"] for r in tape.records if r["kind"] == "http.request" and isinstance(r.get("msg"), dict)
+            and "method" in r["msg"]]
+
+
+@pytest.fixture
+def recorded(demo_server, record):
+    rec = record(demo_server())
+    lines = anyio.run(session, rec.url)
+    code, _, err = rec.stop()
+    assert code == 0, err
+    tape = read(rec.tape)
+    assert methods(tape)[0] == "server/discover" and "initialize" not in methods(tape)  # a 2026-only tape
+    return rec.tape, lines
+
+
+@pytest.mark.parametrize("edit", ["refuse-discover status=400",
+                                  "refuse-discover status=400 code=-32600",
+                                  'refuse-discover status=404 body="Invalid session ID"',
+                                  "refuse-discover status=405"])
+def test_the_auto_client_falls_back_and_gets_every_recorded_answer(recorded, tmp_path, edit):
+    tape, direct = recorded
+    log = tmp_path / "replay.mcptape"
+    with replaying(str(tape), edits=(edit,), log=str(log)) as url:
+        lines = anyio.run(session, url)
+    assert lines[0] == "protocol 2025-11-25"  # it fell back to the handshake …
+    assert lines[1:] == direct[1:]  # … and got what the 2026-aware server answered
+    played = read(log)
+    assert methods(played)[:2] == ["server/discover", "initialize"]
+    edits = [r for r in played.records if r["kind"] == "edit"]
+    assert edits[0]["edits"] == [edit] and edits[1]["edits"] == ["derived-handshake"]
+    found = [f for f in check([str(log)]) if f.severity == "error"]
+    assert found == [], [(f.rule, f.message) for f in found]
