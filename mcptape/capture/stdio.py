@@ -99,16 +99,23 @@ class StdioRecorder:
         first. A chunk without a newline is forwarded straight away. A dead reader does not stop the recording."""
         pending = b""
         dst_alive = True
+        # with live edits, the client's lines go on whole, so one an edit answers in the server's place is kept back
+        by_line = self.editor is not None and direction == records.C2S
         while chunk := _read(src):
             pending += chunk
+            out = chunk
             if b"\n" in chunk:
                 *lines, pending = pending.split(b"\n")
+                kept = []
                 for line in lines:
                     self.record(lambda t, line=line: records.stdio_line(t, direction, line))
-                    if self.editor is not None and direction == records.C2S:
-                        self._plan(line)
-            if dst_alive:
-                dst_alive = _write_all(dst, chunk)
+                    if not (by_line and self._answered_here(line)):
+                        kept.append(line + b"\n")
+                out = b"".join(kept)
+            elif by_line:
+                out = b""
+            if dst_alive and out:
+                dst_alive = _write_all(dst, out)
         if pending:
             self.record(lambda t: records.stdio_line(t, direction, pending, partial=True))
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
@@ -120,18 +127,27 @@ class StdioRecorder:
 
     # -- live edits ----------------------------------------------------------------------------------------------
 
-    def _plan(self, line: bytes) -> None:
+    def _answered_here(self, line: bytes) -> bool:
+        """Plan the edits for a client line; True when the server must not see it: refuse-discover plays an older
+        server, which never understood the probe (a 2026-aware server that saw it would stay in that era)."""
+        from .. import edits
+
         msg = jsonrpc.parse(line).msg
         if not isinstance(msg, dict):
-            return
+            return False
         plan = self.editor.plan(time.time(), msg)
-        if plan.exit:  # the server dies on this request, as some older servers do on the 2026-07-28 probe
-            self.record(lambda t: records.edit(t, plan.texts, "ended the server instead of an answer",
-                                               request_id=msg.get("id")))
-            _forward(self._proc, signal.SIGTERM)
-            return
+        if any(e.action == "refuse-discover" for e in plan.fired) and jsonrpc.kind(msg) == "request":
+            ours = edits.instead(plan)
+            detail = ours.detail if ours is not None else "withheld the answer to the probe"
+            self.record(lambda t: records.edit(t, plan.texts, detail, request_id=msg.get("id")))
+            if isinstance(ours, edits.Exit):  # as some servers do on the probe: the process is gone
+                _forward(self._proc, signal.SIGTERM)
+            elif ours is not None:
+                self._send(sys.stdout.buffer.fileno(), ours.body, _injected_line)
+            return True
         if plan and jsonrpc.kind(msg) == "request":
             self._plans[jsonrpc.id_key(msg.get("id"))] = plan
+        return False
 
     def _pump_edited(self, src: int, dst: int, direction: str, at_eof: None) -> None:
         """The server's stdout, line by line: a final response an edit selected goes out changed (or not at all,

@@ -271,6 +271,7 @@ class Replayer:
         return None if msg is None else {**event, "msg": msg}
 
 
+DERIVED_HANDSHAKE = "derived-handshake"  # what the replay log's edit record names when it derived the handshake
 # What a derived session answers itself; the rest is served from the recorded 2026-07-28 answers.
 DERIVED = ("initialize", "notifications/initialized")
 # 2026-07-28 requests carry the era's per-request _meta (protocol version, client info and capabilities), which a

@@ -10,7 +10,7 @@ from .. import edits
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
-from .serve import Replayer
+from .serve import DERIVED_HANDSHAKE, Replayer
 
 
 EXIT_CODE = 1  # what the replay exits with when an edit makes the server exit (refuse-discover answer=exit)
@@ -22,7 +22,8 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
     line, whichever transport recorded them (an HTTP tape's SSE events, JSON bodies, legacy channel). Notifications
     and responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded. Returns
     the exit code: 0 when stdin closed, EXIT_CODE when an edit made the server exit."""
-    session = replayer.open_session()
+    # a 2026-07-28 tape: a client that falls back to initialize gets a handshake derived from server/discover
+    session = replayer.open_derived_session() if replayer.discover is not None else replayer.open_session()
     editor = replayer.editor
 
     def note(direction: str, line: bytes, injected: bool = False) -> None:
@@ -64,6 +65,9 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                     return EXIT_CODE
                 write(ours.body, True)
                 continue
+            if session.derived and msg.get("method") == "initialize" and log is not None:
+                log.write(records.edit(time.time(), [DERIVED_HANDSHAKE], "answered initialize with a handshake "
+                                       "derived from the recorded server/discover answer", None, None, request_id))
             outcome = replayer.answer(msg, session, stdio=True, consume=edits.delivers(plan))
             lines = outcome.lines
             injected = bool(plan and plan.changes_events)

@@ -17,10 +17,7 @@ from .. import edits
 from ..tape import records
 from ..wire import http, jsonrpc
 from .connection import Exchange, Pace, Request, json_bytes, then
-from .serve import LiveSession, Outcome, Replayer
-
-
-DERIVED_HANDSHAKE = "derived-handshake"  # what the replay log's edit record names when it derived the handshake
+from .serve import DERIVED_HANDSHAKE, LiveSession, Outcome, Replayer
 
 
 class Streamable:

@@ -59,3 +59,50 @@ def test_the_auto_client_falls_back_and_gets_every_recorded_answer(recorded, tmp
     assert edits[0]["edits"] == [edit] and edits[1]["edits"] == ["derived-handshake"]
     found = [f for f in check([str(log)]) if f.severity == "error"]
     assert found == [], [(f.rule, f.message) for f in found]
+
+
+def stdio_server(*wrapper: str):
+    import sys
+
+    from mcp import StdioServerParameters
+
+    from ..conftest import MCPTAPE
+
+    return StdioServerParameters(command=MCPTAPE, args=[*wrapper, "--", sys.executable, "-m",
+                                                        "mcptape.demo.server", "--stdio"])
+
+
+async def stdio_session(server) -> list[str]:
+    async with Client(server, mode="auto") as client:
+        return [f"protocol {client.protocol_version}",
+                json.dumps((await client.call_tool("add", {"a": 2, "b": 3})).structured_content)]
+
+
+def test_over_stdio_method_not_found_live_sends_the_auto_client_back_to_initialize(tmp_path):
+    tape = tmp_path / "live.mcptape"
+    lines = anyio.run(stdio_session, stdio_server("record", "-o", str(tape), "--edit",
+                                                  "refuse-discover code=-32601"))
+    assert lines == ["protocol 2025-11-25", '{"result": 5}']
+    recorded = read(tape).records
+    sent = [r["msg"].get("method") for r in recorded if r["kind"] == "stdio.line" and r["dir"] == "c2s"]
+    assert sent[:2] == ["server/discover", "initialize"]
+    assert [r["edits"] for r in recorded if r["kind"] == "edit"] == [["refuse-discover code=-32601"]]
+
+
+def test_over_stdio_a_server_that_exits_on_the_probe_leaves_no_fallback(tmp_path):
+    """go-sdk #1177: the server exits on server/discover; the client cannot fall back on a dead process."""
+    tape = tmp_path / "live.mcptape"
+    server = stdio_server("record", "-o", str(tape), "--edit", "refuse-discover answer=exit")
+
+    async def dies() -> None:
+        with anyio.fail_after(30):  # it fails at once: a hang would end here instead, and fail the test
+            await stdio_session(server)
+
+    with pytest.raises(Exception) as failed:
+        anyio.run(dies)
+    assert not isinstance(failed.value, TimeoutError)
+    recorded = read(tape).records
+    assert [r["detail"] for r in recorded if r["kind"] == "edit"] == ["the server exited instead of answering"]
+    assert any(r["kind"] == "stdio.exit" for r in recorded)
+    sent = [r["msg"].get("method") for r in recorded if r["kind"] == "stdio.line" and r["dir"] == "c2s"]
+    assert sent == ["server/discover"]
