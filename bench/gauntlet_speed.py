@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import socket
 import statistics
@@ -27,6 +26,7 @@ import anyio
 from mcp import Client
 
 from figures import Figures, add_flag
+from mcptape.capture.recording import start
 from mcptape.gauntlet import Gauntlet
 
 BIN = Path(sys.executable).parent
@@ -58,17 +58,13 @@ def record(tape: Path) -> None:
             if time.monotonic() > deadline:
                 raise SystemExit("the demo server never listened") from None
             time.sleep(0.05)
-    proc = subprocess.Popen([BIN / "mcptape", "record", "--upstream", f"http://127.0.0.1:{port}/mcp", "--listen",
-                             "127.0.0.1:0", "-o", str(tape)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc, ready = start([str(BIN / "mcptape"), "record", "--upstream", f"http://127.0.0.1:{port}/mcp", "--listen",
+                         "127.0.0.1:0", "-o", str(tape)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                        text=True)
     try:
-        url = None
-        while url is None:
-            line = proc.stdout.readline()
-            if not line:
-                raise SystemExit(f"mcptape record exited: {proc.stderr.read()}")
-            found = re.search(r"(http://127\.0\.0\.1:\d+\S*)\s*$", line)
-            url = found.group(1) if found and "point your MCP client" in line else None
+        if ready is None:
+            raise SystemExit(f"mcptape record exited: {proc.stderr.read()}")
+        url = ready["url"]
         anyio.run(client, url, None)
     finally:
         proc.send_signal(signal.SIGINT)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import competitor
 from figures import Figures, add_flag
+from mcptape.capture.recording import start as start_recorder
 
 BIN = Path(sys.executable).parent
 TICK = os.sysconf("SC_CLK_TCK")
@@ -190,8 +191,11 @@ def main() -> None:
             sdk, _, _ = start([sys.executable, "-m", "mcptape.demo.server", "--port", str(port)], url=sdk_url)
             procs.append(sdk)
             tape = f"{tmp}/bench.mcptape"
-            rec, rec_url, _ = start([str(BIN / "mcptape"), "record", "--upstream", sdk_url, "--listen", "127.0.0.1:0",
-                                     "-o", tape], url_from_output=True, marker="point your MCP client")
+            rec, ready = start_recorder([str(BIN / "mcptape"), "record", "--upstream", sdk_url, "--listen",
+                                         "127.0.0.1:0", "-o", tape], stdout=subprocess.DEVNULL)
+            if ready is None:
+                raise SystemExit("mcptape record exited before it listened")
+            rec_url = ready["url"]
             Client(rec_url).session(3)
             rec.send_signal(signal.SIGINT)
             rec.wait()

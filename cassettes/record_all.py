@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from mcptape.capture.recording import start
 
 HERE = Path(__file__).resolve().parent
 
@@ -105,16 +106,13 @@ def record_http(story: str, tape: Path) -> None:
     server = _python(story + ".py", "serve", str(port), stderr=subprocess.DEVNULL)
     try:
         _wait(f"{story} server", lambda: _listening(port), server)
-        recorder = subprocess.Popen([sys.executable, "-m", "mcptape", "record", "--upstream",
-                                     f"http://127.0.0.1:{port}/mcp", "--listen", "127.0.0.1:0", "-o", str(tape),
-                                     "--force"], stdout=subprocess.PIPE, text=True)
+        recorder, ready = start([sys.executable, "-m", "mcptape", "record", "--upstream",
+                                 f"http://127.0.0.1:{port}/mcp", "--listen", "127.0.0.1:0", "-o", str(tape),
+                                 "--force"])
         try:
-            for line in recorder.stdout:  # it says where to point the client once it listens
-                if url := re.search(r"point your MCP client at (\S+)", line):
-                    _run_client(story, url[1])
-                    break
-            else:
+            if ready is None:
                 raise SystemExit(f"record_all: mcptape record exited ({recorder.wait()})")
+            _run_client(story, ready["url"])
         finally:
             _stop(recorder)
     finally:

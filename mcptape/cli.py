@@ -6,6 +6,7 @@ shows the traceback instead.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -204,11 +205,14 @@ def _host_for_url(host: str) -> str:
 @click.option("--verbose", is_flag=True, help="Also print mitmproxy's own log (connections, streams) on stderr.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No live view (on a terminal, one line per call on stderr as it is answered; HTTP only).")
+@click.option("--ready-fd", type=click.IntRange(min=3), metavar="N",
+              help="For programs that start the recorder: once it listens, write one JSON line to file descriptor "
+                   "N ({\"url\": …, \"mode\": …, \"listen\": …, \"tape\": …}) and close it. HTTP only.")
 @_colour_option
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
-           no_redact, insecure, verbose, quiet, colour, edit, edits_file, command):
+           no_redact, insecure, verbose, quiet, ready_fd, colour, edit, edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -264,7 +268,8 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
     editor = _editor(edit, edits_file, live=True)
     live = not quiet and click.get_text_stream("stderr").isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None)
+                 [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None,
+                 ready_fd)
 
 
 def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
@@ -298,8 +303,9 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
 
 
 def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 edits: list[str], live_colour: bool | None):
-    """live_colour: None for no live view, else whether it is coloured."""
+                 edits: list[str], live_colour: bool | None, ready_fd: int | None = None):
+    """live_colour: None for no live view, else whether it is coloured. ready_fd: where a program that started
+    the recorder learns its address (the lines printed for people may change wording at any time)."""
     host, port = _parse_listen(listen)
     if os.path.exists(output) and write_mode == "new":
         raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
@@ -341,6 +347,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
 
     def ready(addrs: list[tuple[str, int]]) -> None:
         bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
+        if ready_fd is not None:
+            _announce(ready_fd, {"url": f"{bound}{path or '/'}" if mode == "reverse" else bound, "mode": mode,
+                                 "listen": bound, "tape": output})
         if mode == "reverse":
             click.echo(f"mcptape: recording {upstream} into {output}")
             click.echo(f"mcptape: point your MCP client at {bound}{path or '/'}")
@@ -366,6 +375,16 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     else:
         click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
     _warn_unfired(recorder.editor)
+
+
+def _announce(fd: int, ready: dict) -> None:
+    """One JSON line on a descriptor the parent passed, then closed: its reader sees the line, or EOF when the
+    recorder failed before listening."""
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as channel:
+            channel.write(json.dumps(ready) + "\n")
+    except OSError as e:
+        raise Failure(f"--ready-fd {fd}: {e.strerror or e}: pass a descriptor open for writing") from None
 
 
 # -- show / import / addons ---------------------------------------------------------------------------------------

@@ -136,22 +136,17 @@ class Recording:
 
 
 def start_recording(upstream: str | None, tape: Path, *args: str, wrap: tuple[str, ...] = ()) -> Recording:
-    """`mcptape record` in front of an upstream, ready when this returns (it printed the URL to use). `wrap` goes
-    in front of the command (say, a shell that limits the file size first)."""
+    """`mcptape record` in front of an upstream, ready when this returns (it announced its URL on its ready
+    descriptor). `wrap` goes in front of the command (say, a shell that limits the file size first)."""
+    from mcptape.capture.recording import start
+
     cmd = [MCPTAPE, "record", "--listen", "127.0.0.1:0", "-o", str(tape), *args]
     if upstream:
         cmd[2:2] = ["--upstream", upstream]
-    proc = subprocess.Popen([*wrap, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = None
-    deadline = time.monotonic() + 30
-    while url is None and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"mcptape record exited early: {proc.communicate()[1]}")
-        found = re.search(r"(http://127\.0\.0\.1:\d+\S*)\s*$", line)
-        if found and ("point your MCP client" in line or "HTTP proxy" in line):
-            url = found.group(1)
-    assert url, "mcptape record never printed its URL"
+    proc, ready = start([*wrap, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if ready is None:
+        raise RuntimeError(f"mcptape record exited early: {proc.communicate(timeout=30)[1]}")
+    url = ready["url"]
     return Recording(proc, url, tape)
 
 

@@ -321,7 +321,7 @@ def test_loading_the_plugin_imports_nothing_of_mcptape_but_itself(tmp_path):
     code = ("import sys, pytest; import mcptape.testing.plugin; "
             "print(sorted(m for m in sys.modules if m.startswith(('mcptape', 'mitmproxy', 'msgpack', 'click'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['mcptape', 'mcptape.testing', 'mcptape.testing.plugin']"
+    assert out.strip() == "['mcptape', 'mcptape.testing', 'mcptape.testing.modes', 'mcptape.testing.plugin']"
     # and a suite that does not use it loads it (the entry point) and passes
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],

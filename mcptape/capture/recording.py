@@ -7,15 +7,13 @@ recorded from a test is the tape a user would record by hand, edits included.
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-_URL = re.compile(r"point your MCP client at (\S+)")
 
 
 class RecordingError(Exception):
@@ -23,9 +21,11 @@ class RecordingError(Exception):
 
 
 def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | None = None,
-                edits: tuple[str, ...] | list[str] = (), write_mode: str = "new") -> list[str]:
+                edits: tuple[str, ...] | list[str] = (), write_mode: str = "new",
+                ready_fd: int | None = None) -> list[str]:
     """The `mcptape record` command line for a tape: in front of an HTTP upstream, or wrapping a stdio server's
-    command (then it is what the client runs as its server)."""
+    command (then it is what the client runs as its server). `ready_fd`: the descriptor the recorder announces its
+    address on (see `start`)."""
     argv = [sys.executable, "-m", "mcptape", "record", "-o", os.fspath(tape)]
     if write_mode != "new":
         argv.append(f"--{write_mode}")
@@ -33,7 +33,23 @@ def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | 
         argv += ["--edit", edit]
     if command is not None:
         return [*argv, "--", *command]
-    return [*argv, "--upstream", upstream, "--listen", "127.0.0.1:0"]
+    ready = ["--ready-fd", str(ready_fd)] if ready_fd is not None else []
+    return [*argv, "--upstream", upstream, "--listen", "127.0.0.1:0", *ready]
+
+
+def start(argv: list[str], **popen) -> tuple[subprocess.Popen, dict | None]:
+    """Start an HTTP recorder (`argv` from record_argv without ready_fd) and wait until it listens. Returns the
+    process and what it announced on its ready descriptor (`url`, `listen`, `mode`, `tape`), or None when it
+    exited first (then its stderr says why). The address is read from that machine-readable line, never from the
+    sentences the recorder prints for people."""
+    read, write = os.pipe()
+    try:
+        proc = subprocess.Popen([*argv, "--ready-fd", str(write)], pass_fds=(write,), **popen)
+    finally:
+        os.close(write)  # the child holds the only write end: EOF here means it exited before listening
+    with os.fdopen(read, encoding="utf-8") as channel:
+        line = channel.readline()
+    return proc, (json.loads(line) if line else None)
 
 
 @contextmanager
@@ -56,18 +72,13 @@ def recording(tape: str, *, upstream: str | None = None, command: list[str] | No
     if command is not None:
         yield record_argv(tape, command=list(command), edits=edits, write_mode="append")
         return
-    proc = subprocess.Popen(record_argv(tape, upstream=upstream, edits=edits), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = None
-    for line in proc.stdout:  # the recorder prints the URL once it listens, or exits saying why not
-        if found := _URL.search(line):
-            url = found.group(1)
-            break
-    if url is None:
+    proc, ready = start(record_argv(tape, upstream=upstream, edits=edits), stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if ready is None:
         proc.wait()
         raise RecordingError(_last_line(proc.stderr.read()) or f"mcptape record exited with {proc.returncode}")
     try:
-        yield url
+        yield ready["url"]
     finally:
         proc.send_signal(signal.SIGINT)  # stops as Ctrl-C does: open exchanges are recorded as proxy-stopped
         try:

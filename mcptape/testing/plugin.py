@@ -12,12 +12,8 @@ from pathlib import Path
 
 import pytest
 
-MODES = ("none", "once", "new_episodes", "all", "rewrite")
-ENV_MODE = "MCPTAPE_RECORD_MODE"
-ENV_UPSTREAM = "MCPTAPE_UPSTREAM"
+from .modes import ENV_MODE, ENV_UPSTREAM, MODES, RERECORD, SPECS, RecordMode, record_mode
 
-SPECS = pytest.StashKey[list]()  # an item's tapes, from its markers, checked at collection
-RERECORD = pytest.StashKey[set]()  # new_episodes: the tapes a test missed on, to record again
 STATE = pytest.StashKey["State"]()
 
 
@@ -70,8 +66,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "mcptape_gauntlet(faults=None, at=None, timeout=30): run the test once per fault and position, "
                    "its tape replayed with that one fault; the `mcptape_gauntlet` fixture classifies each run.")
     env = os.environ.get(ENV_MODE)
-    if env and env not in MODES:
-        raise pytest.UsageError(f"mcptape: {ENV_MODE}={env!r}: choose from {', '.join(MODES)}")
+    if env:
+        try:
+            RecordMode.parse(env, ENV_MODE)
+        except ValueError as e:
+            raise pytest.UsageError(f"mcptape: {e}") from None
     config.stash[STATE] = State(config)
     config.pluginmanager.register(config.stash[STATE], "mcptape-state")
 
@@ -93,15 +92,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             item.stash[SPECS] = specs(item)
         except MarkerError as e:
             raise pytest.UsageError(f"mcptape: {item.nodeid}: {e}") from None
-
-
-def record_mode(config: pytest.Config, marked: str | None) -> str:
-    """The record mode in force for a tape: the command line, then the environment, then the marker, then none."""
-    return config.getoption("mcptape_record_mode") or os.environ.get(ENV_MODE) or marked or "none"
-
-
-def upstream(config: pytest.Config) -> str | None:
-    return config.getoption("mcptape_upstream") or os.environ.get(ENV_UPSTREAM) or None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -153,7 +143,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     """new_episodes: a test whose replay missed runs again, recording its whole conversation (an MCP session
     cannot be resumed half-way on a server that never saw its start). Only the second run is reported."""
     marked = item.stash.get(SPECS, None)
-    if not marked or all(record_mode(item.config, s.mode) != "new_episodes" for s in marked):
+    if not marked or all(record_mode(item.config, s.mode) is not RecordMode.NEW_EPISODES for s in marked):
         return None
     from _pytest.runner import runtestprotocol
 

@@ -33,7 +33,8 @@ from typing import Any
 
 import pytest
 
-from .plugin import MODES, RERECORD, SPECS, STATE, record_mode, upstream
+from .modes import RERECORD, SPECS, RecordMode, record_mode, upstream
+from .plugin import STATE
 
 SUFFIX = ".mcptape"
 OPTIONS = ("tape", "edits", "ignore", "upstream", "command", "mode", "strict")
@@ -144,8 +145,11 @@ def _spec(item: pytest.Item, name: Any, options: dict) -> Spec:
         except ValueError as e:
             raise MarkerError(str(e).replace("--ignore", "ignore=")) from None
     mode = options.get("mode")
-    if mode is not None and mode not in MODES:
-        raise MarkerError(f"mode={mode!r}: choose from {', '.join(MODES)}")
+    if mode is not None:
+        try:
+            RecordMode.parse(mode, "mode")
+        except ValueError as e:
+            raise MarkerError(str(e)) from None
     command = options.get("command")
     if command is not None:
         if isinstance(command, str) or not command or not all(isinstance(a, str) for a in command):
@@ -285,15 +289,13 @@ class Tape:
             again = self.path in self._item.stash.get(RERECORD, set())
             if again:  # new_episodes, second run: record the whole conversation anew
                 record, keep_old = True, True
-            elif self.mode == "none":
-                if not exists:
+            elif self.mode.write_protected:
+                if not exists and self.mode is RecordMode.NONE:
                     pytest.fail(self._missing(), pytrace=False)
-                record = keep_old = False
-            elif self.mode in ("once", "new_episodes"):
                 record, keep_old = not exists, False
             else:  # all, rewrite: record, unless another worker of this run just did
                 record = not (exists and lock.recorded_by() == self._state.run)
-                keep_old = self.mode == "all"
+                keep_old = self.mode.keeps_old
             if record:
                 self._record(keep_old)
                 self._lock, lock = lock, None  # held until the tape is in place
@@ -392,7 +394,7 @@ class Tape:
             from .log import ClientLog
 
             misses += ClientLog(stdio).misses
-        if misses and self.mode == "new_episodes" and self.path not in self._item.stash.get(RERECORD, set()):
+        if misses and self.mode is RecordMode.NEW_EPISODES and self.path not in self._item.stash.get(RERECORD, set()):
             self._item.stash.setdefault(RERECORD, set()).add(self.path)  # plugin.pytest_runtest_protocol re-runs
             return
         if misses:
