@@ -42,10 +42,13 @@ def recorded(demo_server, record):
     return rec.tape, lines
 
 
-@pytest.mark.parametrize("edit", ["refuse-discover status=400",
-                                  "refuse-discover status=400 code=-32600",
-                                  'refuse-discover status=404 body="Invalid session ID"',
-                                  "refuse-discover status=405"])
+HTTP_REFUSALS = ["refuse-discover status=400", "refuse-discover status=400 code=-32600",
+                 "refuse-discover status=400 code=-32602", 'refuse-discover status=404 body="Invalid session ID"',
+                 'refuse-discover status=404 body="Session not found"', "refuse-discover status=405",
+                 "refuse-discover code=-32601"]
+
+
+@pytest.mark.parametrize("edit", HTTP_REFUSALS)
 def test_the_auto_client_falls_back_and_gets_every_recorded_answer(recorded, tmp_path, edit):
     tape, direct = recorded
     log = tmp_path / "replay.mcptape"
@@ -106,3 +109,30 @@ def test_over_stdio_a_server_that_exits_on_the_probe_leaves_no_fallback(tmp_path
     assert any(r["kind"] == "stdio.exit" for r in recorded)
     sent = [r["msg"].get("method") for r in recorded if r["kind"] == "stdio.line" and r["dir"] == "c2s"]
     assert sent == ["server/discover"]
+
+
+@pytest.mark.parametrize("edit", HTTP_REFUSALS)
+def test_live_the_auto_client_falls_back_on_each_refusal_met_in_the_field(demo_server, record, edit):
+    rec = record(demo_server(), "--edit", edit)
+    lines = anyio.run(session, rec.url)
+    code, _, err = rec.stop()
+    assert code == 0, err
+    assert lines[0] == "protocol 2025-11-25" and lines[2] == '{"result": 5}'
+    tape = read(rec.tape)
+    assert methods(tape)[:2] == ["server/discover", "initialize"]
+    found = [(f.rule, f.severity) for f in check([str(rec.tape)]) if f.severity != "info"]
+    assert found == []
+
+
+def test_no_answer_to_the_probe_the_auto_client_falls_back_after_its_own_timeout(recorded, tmp_path):
+    """The SDK's auto client gives the probe a few seconds (its own timeout, ~10 s in mcp 2.3.0), then falls
+    back: the replay withholds the recorded answer to server/discover and serves the rest."""
+    tape, direct = recorded
+    log = tmp_path / "replay.mcptape"
+    with replaying(str(tape), edits=("refuse-discover answer=none",), log=str(log)) as url:
+        lines = anyio.run(session, url)
+    assert lines[0] == "protocol 2025-11-25" and lines[1:] == direct[1:]
+    played = read(log)
+    assert methods(played)[:2] == ["server/discover", "initialize"]
+    found = [f for f in check([str(log)]) if f.severity == "error"]
+    assert found == [], [(f.rule, f.message) for f in found]
