@@ -107,8 +107,9 @@ class Editor:
         for edit in self.edits:
             if edit.action == "expire-session" and session is None:
                 continue  # nothing to expire yet: it fires on the first selected request that carries a session
-            if (edit.times is None or self.applied(edit) < edit.times) and self._selects(edit.at, t, msg,
-                                                                                            http_method, session):
+            if (edit.times is None or self.applied(edit) < edit.times) and (
+                    self._selects(edit.at, t, msg, http_method, session)
+                    or (edit.action == "modern-only" and http_method in ("GET", "DELETE"))):
                 self._fired[edit] = self._fired.get(edit, 0) + 1
                 plan.fired.append(edit)
                 self._apply(edit, plan, msg, session)
@@ -168,6 +169,8 @@ class Editor:
             plan.malformed = o.get("kind", "not-json")
         elif edit.action == "refuse-discover":
             _refuse_discover(o, plan, msg)
+        elif edit.action == "modern-only":
+            _modern_only(o, plan, msg)
 
     def applied(self, edit: Edit) -> int:
         """How many messages the edit was done on: it fired, and the answer could take it."""
@@ -216,6 +219,29 @@ def _refuse_discover(o: dict, plan: Plan, msg: Any) -> None:
         plan.status = _answer(status, o["body"], headers, {})
     else:
         plan.status = status, headers, b""
+
+
+def _modern_only(o: dict, plan: Plan, msg: Any) -> None:
+    """A server of 2026-07-28 only, met by an older client. The spec's Backward Compatibility: "HTTP GET or DELETE
+    to the MCP endpoint: respond with 405 Method Not Allowed"; it mints no session. What it answers initialize is
+    not fixed (an unknown method without the era's headers and _meta), so the edit gives it: a status with a
+    JSON-RPC error (-32020 HeaderMismatch unless code= says, as for the missing Mcp-Method) or a body, or the
+    error alone (over JSON, or a stdio line)."""
+    if not isinstance(msg, dict):  # a GET or a DELETE
+        plan.status = 405, [("allow", "POST")], b""
+        return
+    code = o.get("code", -32020)
+    error = {"jsonrpc": "2.0", "id": msg.get("id"),
+             "error": {"code": code, "message": o.get("message", MODERN_MESSAGES.get(code, "Error"))}}
+    if "status" not in o:
+        plan.error = error  # over JSON (200), or a stdio line
+    elif "body" in o:
+        plan.status = _answer(o["status"], o["body"], [], {})
+    else:
+        plan.status = o["status"], [("content-type", "application/json")], _dumps(error)
+
+
+MODERN_MESSAGES = {-32020: "Header mismatch: required header Mcp-Method is missing", -32601: "Method not found"}
 
 
 def _http_error(code: int) -> dict:

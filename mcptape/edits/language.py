@@ -27,13 +27,20 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "duplicate": (),
     # an older server's answer to a 2026-07-28 client's probe (docs/edits.md lists the variants met in the field)
     "refuse-discover": ("status", "code", "message", "body", "answer"),
+    # the reverse: a server of 2026-07-28 only meeting an older client (its answer to initialize is given here)
+    "modern-only": ("status", "code", "message", "body"),
 }
 REQUIRED = {"status": ("code",), "drop-event": ("n",), "close-stream": ("after",), "delay": ("seconds",)}
+# Actions that play a server of another era: the request of the handshake they refuse (at= defaults to every one)
+# and the keys one of which gives their answer. Their code= is a JSON-RPC error code, as error's is.
+ERA_ACTIONS = {"refuse-discover": ("server/discover", ("status", "code", "answer")),
+               "modern-only": ("initialize", ("status", "code"))}
+_RPC_CODE = ("error", *ERA_ACTIONS)
 REFUSE_ANSWERS = ("none", "exit")  # refuse-discover answer=: no answer at all; (stdio) the server exits
 MALFORMED_KINDS = ("truncate", "not-json", "wrong-id")
 SELECTORS = "post:N, METHOD#N, id:X, after:DURATION, session:N"
 
-STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate", "refuse-discover")
+STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate", "refuse-discover", "modern-only")
 # Live traffic: what mitmproxy can do faithfully. A stream cut by the proxy would leave the real server's stream
 # running behind the cut, so a resume would meet a server that never lost the client: refused, not approximated.
 # Event-level edits work on live streams: the edited events are re-encoded as each one completes.
@@ -108,12 +115,13 @@ def parse(text: str) -> Edit:
             options.setdefault("headers", []).append(_header(text, value))
         else:
             options[key] = _value(text, action, key, value)
-    if action == "refuse-discover":
-        if not {"status", "code", "answer"} & options.keys():
-            raise EditError(f"edit {text!r}: refuse-discover needs status=, code= or answer= (e.g. "
-                            f"'refuse-discover status=400')")
-        options.setdefault("at", Selector("method", ("server/discover", 1)))  # every probe, unless told
-        options.setdefault("times", None)  # an older server refuses every probe
+    if action in ERA_ACTIONS:
+        method, needs = ERA_ACTIONS[action]
+        if not set(needs) & options.keys():
+            raise EditError(f"edit {text!r}: {action} needs {'= or '.join(needs)}= (its answer, e.g. "
+                            f"'{action} status=400')")
+        options.setdefault("at", Selector("method", (method, 1)))  # every such request, unless told
+        options.setdefault("times", None)  # a server of another era refuses each one
     if "at" not in options:
         raise EditError(f"edit {text!r}: at=SELECTOR is required ({SELECTORS})")
     for key in REQUIRED.get(action, ()):
@@ -156,7 +164,7 @@ def _value(text: str, action: str, key: str, value: str) -> Any:
         if value in REFUSE_ANSWERS:
             return value
         raise bad(" or ".join(REFUSE_ANSWERS))
-    if key in ("status", "code") and not (action == "error" or (action, key) == ("refuse-discover", "code")):
+    if key in ("status", "code") and not (key == "code" and action in _RPC_CODE):
         if value.isdigit() and 100 <= int(value) <= 599:
             return int(value)
         raise bad("an HTTP status from 100 to 599")
@@ -233,9 +241,9 @@ def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False, 
         if legacy and edit.action in LEGACY_REFUSED_WHY:
             raise EditError(f"edit {edit.text!r}: {edit.action} cannot apply to this tape: "
                             f"{LEGACY_REFUSED_WHY[edit.action]}")
-        if edit.action == "refuse-discover" and stdio and "status" in edit.options:
-            raise EditError(f"edit {edit.text!r}: status= is HTTP-only; on stdio refuse with code= (an error line), "
-                            "answer=none or answer=exit")
+        if edit.action in ERA_ACTIONS and stdio and {"status", "body"} & edit.options.keys():
+            raise EditError(f"edit {edit.text!r}: status= and body= are HTTP-only; on stdio refuse with code= (an "
+                            "error line)" + (", answer=none or answer=exit" if edit.action == "refuse-discover" else ""))
         if edit.action == "refuse-discover" and not stdio and edit.options.get("answer") == "exit":
             raise EditError(f"edit {edit.text!r}: answer=exit is the stdio server exiting; over HTTP use "
                             "answer=none (no answer) or status=")

@@ -48,6 +48,12 @@ Actions                                     what the client gets instead
                                            answer=none no answer; answer=exit (stdio) the server
                                            exits. A 2026-only tape then derives the handshake
                                            the fallen-back client asks for (docs/negotiation.md)
+  modern-only status=S | code=C  [body=TEXT] [message=TEXT]
+                                           a server of 2026-07-28 only, met by an older client:
+                                           GET and DELETE get 405, no session is ever minted, and
+                                           initialize gets the answer given (status=S with a
+                                           JSON-RPC error, -32020 unless code=C, or body=TEXT;
+                                           code=C alone: the error over JSON or a stdio line)
 
 Where each action works
   stdio (replay and live): {", ".join(STDIO_ACTIONS)}.
@@ -59,6 +65,7 @@ Examples
   mcptape replay run.mcptape --stdio --edit 'drop at=tools/call#1'
   mcptape replay run.mcptape --edit 'refuse-discover status=404 body="Invalid session ID"'
   mcptape replay run.mcptape --stdio --edit 'refuse-discover answer=exit'
+  mcptape record --upstream http://127.0.0.1:8000/mcp -o old.mcptape --edit 'modern-only status=400'
   mcptape record --upstream http://127.0.0.1:8000/mcp -o live.mcptape --edit 'delay seconds=2 at=post:2'
   mcptape edits run.mcptape --edits faults.txt       (dry run: where each would fire)
 """

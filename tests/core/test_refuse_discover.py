@@ -1,4 +1,4 @@
-"""refuse-discover, decided in memory: each variant an older server answers a 2026-07-28 probe with, met in the
+"""refuse-discover and modern-only, decided in memory. refuse-discover: each variant an older server answers a 2026-07-28 probe with, met in the
 field (an HTTP status with no body, a body, a JSON-RPC error in it, the error alone, no answer, the stdio server
 exiting), and where each may run."""
 
@@ -62,7 +62,8 @@ def test_it_fires_on_every_probe_and_nothing_else_unless_told():
 
 
 @pytest.mark.parametrize("text, says", [
-    ("refuse-discover", "needs status=, code= or answer="),
+    ("refuse-discover", "needs status= or code= or answer="),
+    ("modern-only", "needs status= or code="),
     ("refuse-discover answer=later", "none or exit"),
     ("refuse-discover status=99", "an HTTP status"),
     ("refuse-discover code=x", "JSON-RPC error code"),
@@ -75,7 +76,22 @@ def test_wrong_refusals_are_one_line_naming_the_bad_part(text, says):
 def test_where_each_variant_may_run():
     check_transport([parse("refuse-discover code=-32601"), parse("refuse-discover answer=exit")], stdio=True)
     check_transport([parse("refuse-discover status=400 code=-32600")], live=True)
-    with pytest.raises(EditError, match="status= is HTTP-only"):
+    with pytest.raises(EditError, match="status= and body= are HTTP-only"):
         check_transport([parse("refuse-discover status=400")], stdio=True)
     with pytest.raises(EditError, match="answer=exit is the stdio server exiting"):
         check_transport([parse("refuse-discover answer=exit")], live=True)
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+
+
+def test_modern_only_refuses_initialize_as_given_and_answers_get_and_delete_405():
+    editor = Editor([parse("modern-only status=400")])
+    refused = instead(editor.plan(0.0, INITIALIZE, "POST"))
+    assert refused.status == 400 and json.loads(refused.body)["error"]["code"] == -32020  # HeaderMismatch
+    for method in ("GET", "DELETE"):
+        assert instead(editor.plan(0.0, None, method)).status == 405
+    assert not editor.plan(0.0, CALL, "POST")  # what a modern client sends is served
+    assert json.loads(answer("modern-only code=-32601", INITIALIZE).body)["error"]["code"] == -32601
+    with pytest.raises(EditError, match="HTTP-only"):
+        check_transport([parse("modern-only status=400")], stdio=True)

@@ -136,3 +136,25 @@ def test_no_answer_to_the_probe_the_auto_client_falls_back_after_its_own_timeout
     assert methods(played)[:2] == ["server/discover", "initialize"]
     found = [f for f in check([str(log)]) if f.severity == "error"]
     assert found == [], [(f.rule, f.message) for f in found]
+
+
+def test_modern_only_an_older_client_meets_a_server_of_2026_07_28_only(demo_server, record):
+    """The reverse: a legacy client (the SDK in legacy mode) has no fall-forward; its initialize gets the answer
+    the edit gives and no session id ever reaches it."""
+    rec = record(demo_server(), "--edit", "modern-only status=400")
+
+    async def legacy() -> None:
+        with anyio.fail_after(30):
+            async with Client(rec.url, mode="legacy"):
+                pass
+
+    with pytest.raises(Exception) as failed:
+        anyio.run(legacy)
+    assert not isinstance(failed.value, TimeoutError)
+    rec.stop()
+    tape = read(rec.tape)
+    assert methods(tape) == ["initialize"]
+    answered = [r for r in tape.records if r["kind"] == "http.response"]
+    assert [r["status"] for r in answered] == [400] and not any(r.get("session") for r in answered)
+    body = json.loads(answered[0]["raw"] if "raw" in answered[0] else json.dumps(answered[0]["msg"]))
+    assert body["error"]["code"] == -32020
