@@ -31,6 +31,7 @@ BLAMES = {
     "malformed-message": SENDER, "progress-not-increasing": RECEIVER, "progress-after-response": RECEIVER,
     "auth-rejected": NONE, "status-202-for-request": SERVER, "response-on-get-stream": SERVER,
     "header-mismatch": CLIENT, "header-encoding": CLIENT,
+    "no-fallback": CLIENT, "fallback-on-modern-error": CLIENT, "discover-refused": SERVER,
 }
 _SIDE = {records.C2S: (CLIENT, SERVER), records.S2C: (SERVER, CLIENT)}  # dir -> (sender, receiver)
 
@@ -370,5 +371,6 @@ def _what_died(session: Session, dead: Transition, seq: int) -> str:
 def all_rules() -> list[Observer]:
     from .dead_ids import DeadIds  # here, not at the top: these build their findings with this module
     from .headers import StandardHeaders
+    from .negotiation import Negotiation
 
-    return [Calls(), Messages(), Sessions(), DeadIds(), StandardHeaders()]
+    return [Calls(), Messages(), Sessions(), DeadIds(), StandardHeaders(), Negotiation()]

@@ -57,6 +57,18 @@ HEADER_ENCODING = ('2026-07-28 Transports › Streamable HTTP › Value Encoding
                    'characters, or has leading/trailing whitespace), clients MUST use Base64 encoding of the UTF-8 '
                    'representation with the following format: Mcp-Param-{Name}: =?base64?{Base64EncodedValue}?="; '
                    '"The same encoding rule applies to the Mcp-Name header value"')
+FALLBACK_HTTP = ('2026-07-28 Transports › Streamable HTTP › Backward Compatibility: "If the body is empty or is not a '
+                 'recognized modern JSON-RPC error, fall back to initialize and continue with the legacy version for '
+                 'subsequent requests"')
+FALLBACK_STDIO = ('2026-07-28 Transports › stdio › Backward Compatibility: "The server returns any other error, or '
+                  'does not respond within a reasonable timeout: the server is legacy. Fall back to the initialize '
+                  'handshake"; "The fallback MUST NOT be keyed to one specific error code"')
+STAY_MODERN = ('2026-07-28 Transports › Streamable HTTP › Backward Compatibility: "If the body contains a recognized '
+               'modern JSON-RPC error, the server speaks a modern version of MCP — retry using the advertised '
+               'supported versions or correct the request, rather than falling back"; stdio: "Do not fall back to '
+               'initialize"')
+DISCOVER = ('2026-07-28 Server › Discovery: "server/discover lets a client query a server\'s supported protocol '
+            'versions, capabilities, and identity before sending any other requests. Servers MUST implement it"')
 AUTH = '2025-11-25 Basic › Authorization: a 401 or 403 means the request\'s credentials were refused'
 DEAD_ID = ('An identifier issued by a server lives as long as the server keeps it; reusing one that died with an '
            'earlier session or process gets "not found"')
