@@ -103,19 +103,17 @@ class StdioRecorder:
         by_line = self.editor is not None and direction == records.C2S
         while chunk := _read(src):
             pending += chunk
-            out = chunk
+            out = chunk if not by_line else b""
             if b"\n" in chunk:
                 *lines, pending = pending.split(b"\n")
-                kept = []
                 for line in lines:
                     self.record(lambda t, line=line: records.stdio_line(t, direction, line))
-                    if not (by_line and self._answered_here(line)):
-                        kept.append(line + b"\n")
-                out = b"".join(kept)
-            elif by_line:
-                out = b""
+                    if by_line and not self._answered_here(line):
+                        out += line + b"\n"
             if dst_alive and out:
                 dst_alive = _write_all(dst, out)
+        if by_line and pending and dst_alive:
+            _write_all(dst, pending)  # the last bytes, with no newline after them
         if pending:
             self.record(lambda t: records.stdio_line(t, direction, pending, partial=True))
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
