@@ -244,9 +244,9 @@ def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False, 
         if edit.action in ERA_ACTIONS and stdio and {"status", "body"} & edit.options.keys():
             raise EditError(f"edit {edit.text!r}: status= and body= are HTTP-only; on stdio refuse with code= (an "
                             "error line)" + (", answer=none or answer=exit" if edit.action == "refuse-discover" else ""))
-        if edit.action == "refuse-discover" and not stdio and edit.options.get("answer") == "exit":
-            raise EditError(f"edit {edit.text!r}: answer=exit is the stdio server exiting; over HTTP use "
-                            "answer=none (no answer) or status=")
+        if edit.action == "refuse-discover" and live and not stdio and edit.options.get("answer") == "exit":
+            raise EditError(f"edit {edit.text!r}: answer=exit needs a server mcptape runs (stdio, or a replay); "
+                            "live over HTTP use answer=none (no answer) or status=")
         if stdio and edit.action not in STDIO_ACTIONS:
             raise EditError(f"edit {edit.text!r}: {edit.action} is HTTP-only; on stdio use {', '.join(STDIO_ACTIONS)}")
         if stdio and edit.at.kind in ("post", "session"):

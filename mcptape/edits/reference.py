@@ -45,8 +45,9 @@ Actions                                     what the client gets instead
                                            times= to all): status=S alone has no body; with
                                            body=TEXT that body; with code=C a JSON-RPC error in
                                            it; code=C alone the error over JSON or a stdio line;
-                                           answer=none no answer; answer=exit (stdio) the server
-                                           exits. A 2026-only tape then derives the handshake
+                                           answer=none no answer; answer=exit the server exits
+                                           (stdio; an HTTP replay drops the connection; not live
+                                           over HTTP). A 2026-only tape then derives the handshake
                                            the fallen-back client asks for (docs/negotiation.md)
   modern-only status=S | code=C  [body=TEXT] [message=TEXT]
                                            a server of 2026-07-28 only, met by an older client:

@@ -78,7 +78,8 @@ def test_where_each_variant_may_run():
     check_transport([parse("refuse-discover status=400 code=-32600")], live=True)
     with pytest.raises(EditError, match="status= and body= are HTTP-only"):
         check_transport([parse("refuse-discover status=400")], stdio=True)
-    with pytest.raises(EditError, match="answer=exit is the stdio server exiting"):
+    check_transport([parse("refuse-discover answer=exit")])  # a replay over HTTP: the connection drops
+    with pytest.raises(EditError, match="answer=exit needs a server mcptape runs"):
         check_transport([parse("refuse-discover answer=exit")], live=True)
 
 

@@ -162,3 +162,49 @@ def test_modern_only_an_older_client_meets_a_server_of_2026_07_28_only(demo_serv
     assert [r["status"] for r in answered] == [400] and not any(r.get("session") for r in answered)
     body = json.loads(answered[0]["raw"] if "raw" in answered[0] else json.dumps(answered[0]["msg"]))
     assert body["error"]["code"] == -32020
+
+
+@pytest.fixture
+def stdio_recorded(tmp_path):
+    tape = tmp_path / "stdio.mcptape"
+    assert anyio.run(stdio_session, stdio_server("record", "-o", str(tape))) == ["protocol 2026-07-28",
+                                                                                '{"result": 5}']
+    sent = [r["msg"].get("method") for r in read(tape).records if r["kind"] == "stdio.line" and r["dir"] == "c2s"]
+    assert sent[0] == "server/discover" and "initialize" not in sent
+    return tape
+
+
+def replay_stdio(tape, log, *edits: str):
+    from mcp import StdioServerParameters
+
+    from ..conftest import MCPTAPE
+
+    args = ["replay", str(tape), "--stdio", "--log", str(log)]
+    for edit in edits:
+        args += ["--edit", edit]
+    return StdioServerParameters(command=MCPTAPE, args=args)
+
+
+def test_a_2026_stdio_tape_replayed_as_an_older_server(stdio_recorded, tmp_path):
+    log = tmp_path / "replay.mcptape"
+    lines = anyio.run(stdio_session, replay_stdio(stdio_recorded, log, "refuse-discover code=-32601"))
+    assert lines == ["protocol 2025-11-25", '{"result": 5}']
+    played = read(log).records
+    assert [r["edits"] for r in played if r["kind"] == "edit"] == [["refuse-discover code=-32601"],
+                                                                    ["derived-handshake"]]
+    assert not [f for f in check([str(log)]) if f.severity == "error" or f.rule in NEGOTIATION]
+
+
+def test_a_2026_stdio_tape_replayed_as_a_server_that_exits_on_the_probe(stdio_recorded, tmp_path):
+    log = tmp_path / "replay.mcptape"
+
+    async def dies() -> None:
+        with anyio.fail_after(30):
+            await stdio_session(replay_stdio(stdio_recorded, log, "refuse-discover answer=exit"))
+
+    with pytest.raises(Exception) as failed:
+        anyio.run(dies)
+    assert not isinstance(failed.value, TimeoutError)
+    played = read(log).records
+    assert [r["code"] for r in played if r["kind"] == "stdio.exit"] == [1]
+    assert [f.rule for f in check([str(log)]) if f.rule in NEGOTIATION] == ["no-fallback"]
