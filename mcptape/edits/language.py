@@ -25,7 +25,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "error": ("code", "message"),
     "malformed": ("kind",),
     "duplicate": (),
-    # an older server's answer to a 2026-07-28 client's probe (docs/edits.md lists the variants met in the field)
+    # an older server's answer to a 2026-07-28 client's probe (docs/negotiation.md: the variants met in the field)
     "refuse-discover": ("status", "code", "message", "body", "answer"),
     # the reverse: a server of 2026-07-28 only meeting an older client (its answer to initialize is given here)
     "modern-only": ("status", "code", "message", "body"),
