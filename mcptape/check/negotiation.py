@@ -78,6 +78,8 @@ class Negotiation(Observer):
             return  # refused by status: record() read it
         if _result(call.response):
             return  # a modern server: nothing to fall back from
+        if call.response is None and call.exchange is not None and call.exchange.end in (None, records.PROXY_STOPPED):
+            return  # the recording stopped while the probe waited: whether it timed out is not in the tape
         clause = spec.FALLBACK_HTTP if call.exchange is not None else spec.FALLBACK_STDIO
         code = _error_code(call.response)
         said = ("no answer" if call.response is None else
@@ -114,7 +116,7 @@ class Negotiation(Observer):
 
 def _as(where: Finding, rule: str, severity: str, message: str, clause: str | None = None) -> Finding:
     return Finding(rule, severity, where.tape, where.session, where.dir, where.request_id, where.method, message,
-                   clause or where.spec, where.record, where.t, where.injected if rule != "discover-refused" else False)
+                   clause or where.spec, where.record, where.t, where.injected)
 
 
 def _error_code(msg: Any) -> int | None:

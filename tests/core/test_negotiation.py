@@ -86,3 +86,12 @@ def test_a_server_that_speaks_2026_but_refuses_the_probe_is_blamed_unless_an_edi
     modern_error.call("server/discover", {}, status=400, reply=error(1, -32022, "Unsupported protocol version"))
     modern_error.call("tools/call", {"name": "add"}, result={"content": []})
     assert "discover-refused" not in modern_error.rules()  # a modern error is a modern server's right answer
+
+
+def test_a_probe_left_unanswered_over_http_counts_once_the_client_gave_up_on_it():
+    from mcptape.tape import records
+
+    gave_up = probed(status=None, end=records.CLIENT_DISCONNECTED)
+    assert negotiation(gave_up) == [("no-fallback", "info", "client")]
+    cut = probed(status=None, end=None)  # the recording stopped while the probe waited
+    assert negotiation(cut) == []
