@@ -208,3 +208,15 @@ def test_a_2026_stdio_tape_replayed_as_a_server_that_exits_on_the_probe(stdio_re
     played = read(log).records
     assert [r["code"] for r in played if r["kind"] == "stdio.exit"] == [1]
     assert [f.rule for f in check([str(log)]) if f.rule in NEGOTIATION] == ["no-fallback"]
+
+
+@pytest.mark.parametrize("code", [-32020, -32021])
+def test_the_sdk_auto_client_falls_back_on_a_modern_error_and_check_says_so(demo_server, record, code):
+    """mcp 2.3.0's auto mode falls back to initialize on any refused probe, modern errors included, where the spec
+    says a modern error means a modern server: stay modern. A real finding on a real client."""
+    rec = record(demo_server(), "--edit", f"refuse-discover status=400 code={code}")
+    assert anyio.run(session, rec.url)[0] == "protocol 2025-11-25"
+    rec.stop()
+    (found,) = [f for f in check([str(rec.tape)]) if f.rule in NEGOTIATION]
+    assert (found.rule, found.severity, found.blames, found.injected) == ("fallback-on-modern-error", "warning",
+                                                                          "client", True)
