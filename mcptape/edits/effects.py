@@ -66,7 +66,8 @@ class Withhold(Effect):
 
 
 class Exit(Effect):
-    """stdio: the server exits instead of answering (its stdout closes)."""
+    """The server exits instead of answering: on stdio its stdout closes; a replay over HTTP drops the
+    connection."""
 
 
 class Announce(Effect):

@@ -89,8 +89,7 @@ class Streamable:
             # minted for a client that fell back to initialize (a derived handshake): that one lives and dies
             live = self.replayer.sessions.get(sent) if sent is not None else None
             if live is not None and live.ended:
-                body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
-                return None, (404, [("content-type", http.JSON)], json_bytes(body))
+                return None, (404, [("content-type", http.JSON)], json_bytes(edits.SESSION_NOT_FOUND))
             return live, None
         if sent is None:
             if _initialize(req.message):
