@@ -220,3 +220,16 @@ def test_the_sdk_auto_client_falls_back_on_a_modern_error_and_check_says_so(demo
     (found,) = [f for f in check([str(rec.tape)]) if f.rule in NEGOTIATION]
     assert (found.rule, found.severity, found.blames, found.injected) == ("fallback-on-modern-error", "warning",
                                                                           "client", True)
+
+
+def test_over_stdio_no_answer_to_the_probe_the_auto_client_falls_back_after_its_timeout(tmp_path):
+    tape = tmp_path / "live.mcptape"
+    lines = anyio.run(stdio_session, stdio_server("record", "-o", str(tape), "--edit", "refuse-discover answer=none"))
+    assert lines == ["protocol 2025-11-25", '{"result": 5}']
+    recorded = read(tape).records
+    assert [r["detail"] for r in recorded if r["kind"] == "edit"] == ["withheld the answer to the probe"]
+    found = check([str(tape)])
+    assert not [f for f in found if f.rule in NEGOTIATION]
+    # the probe was never answered, by the edit's doing: whatever is said of it is blamed on nobody
+    assert all((f.method, f.blames, f.injected) == ("server/discover", "none", True) for f in found
+               if f.severity == "error")
