@@ -1,14 +1,14 @@
 """Every benchmark in one run, each figure beside its baseline measured in the same run, as one Markdown table.
 
-    bench/run [--quick] [--only NAME ...] [--write-readme] [--list]
+    bench/run [--quick] [--only NAME ...] [--write-docs] [--list]
     .venv/bin/python bench/run.py …           (the same, in a venv you made: bench/run makes .venv itself)
 
 Each benchmark is a script in bench/ run as a subprocess of this interpreter with `--json`: its human lines go to
 stderr (shown here as it runs), its figures come back as one JSON object. The baselines come along: bare mitmdump
 (installed with mcptape), the SDK server and client (the test extra), and mcp-cassette, installed on first use into
 a venv of its own (competitor.py). `--quick` runs every script small: a check that all of it works, not figures to
-quote (the goals are set for the full sizes). `--write-readme` puts the table and the machine it ran on into the
-README between its benchmark markers.
+quote (the goals are set for the full sizes). `--write-docs` (also `--write-readme`, its old name) puts the table
+and the machine it ran on into docs/benchmarks.md between its benchmark markers.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from pathlib import Path
 import competitor
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent / "README.md"
-BEGIN = "<!-- bench:begin: written by `bench/run --write-readme`, not by hand -->"
+DOC = HERE.parent / "docs" / "benchmarks.md"
+BEGIN = "<!-- bench:begin: written by `bench/run --write-docs`, not by hand -->"
 END = "<!-- bench:end -->"
 
 
@@ -248,13 +248,13 @@ def machine(quick: bool, began: datetime.datetime, load: float, took: float) -> 
             f"{commit.stdout.strip() or version('mcptape')}.")
 
 
-def write_readme(text: str, readme: Path = README) -> None:
+def write_doc(text: str, doc: Path = DOC) -> None:
     """Replace what stands between the benchmark markers with `text`."""
-    old = readme.read_text()
+    old = doc.read_text()
     found = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), old, re.S)
     if not found:
-        raise SystemExit(f"bench/run: no benchmark markers in {readme} ({BEGIN} … {END})")
-    readme.write_text(old[:found.start()] + f"{BEGIN}\n{text}\n{END}" + old[found.end():])
+        raise SystemExit(f"bench/run: no benchmark markers in {doc} ({BEGIN} … {END})")
+    doc.write_text(old[:found.start()] + f"{BEGIN}\n{text}\n{END}" + old[found.end():])
 
 
 def main() -> None:
@@ -262,7 +262,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="every benchmark small: checks that all of it runs")
     p.add_argument("--only", action="append", metavar="NAME", choices=[b.name for b in BENCHES],
                    help="run only this benchmark (repeatable): " + ", ".join(b.name for b in BENCHES))
-    p.add_argument("--write-readme", action="store_true", help="put the table into README.md between its markers")
+    p.add_argument("--write-docs", "--write-readme", dest="write_doc", action="store_true",
+                   help="put the table into docs/benchmarks.md between its markers")
     p.add_argument("--timeout", type=float, default=3600, help="seconds one benchmark may take (default 3600)")
     p.add_argument("--list", action="store_true", help="list the benchmarks and what each measures")
     a = p.parse_args()
@@ -270,15 +271,15 @@ def main() -> None:
         for b in BENCHES:
             print(f"{b.name:9} bench/{b.script:20} {b.what}")
         return
-    if a.write_readme and a.only:
-        p.error("--write-readme writes the whole table: drop --only")
+    if a.write_doc and a.only:
+        p.error("--write-docs writes the whole table: drop --only")
     began, load, start = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()[0], time.monotonic()
     rows = [row for b in BENCHES if not a.only or b.name in a.only for row in run_bench(b, a.quick, a.timeout)]
     text = f"{machine(a.quick, began, load, time.monotonic() - start)}\n\n{table(rows)}"
     print(text)
-    if a.write_readme:
-        write_readme(text)
-        print(f"bench/run: written into {README}", file=sys.stderr)
+    if a.write_doc:
+        write_doc(text)
+        print(f"bench/run: written into {DOC}", file=sys.stderr)
 
 
 if __name__ == "__main__":

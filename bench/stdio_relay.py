@@ -5,6 +5,8 @@
 The server is a minimal echo (one JSON-RPC result line per request line), so the relay's own cost is what shows;
 a real server's work would hide it. Two patterns: ping-pong (send, wait for the answer, repeat: latency-bound) and
 pipelined (send everything, then read: throughput-bound). Rounds alternate direct and wrapped in the same run.
+A third: one 100 MB line without a newline (tests/long_line_server.py), the time until the client has all of it and
+the wrapper's peak resident memory. Goals: the long line <= 2x a direct pipe, the wrapper < 200 MB.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import time
 from pathlib import Path
 
 from figures import Figures, add_flag
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.hostile_inputs import resident_kb  # noqa: E402
 
 ECHO = (
     "import sys\n"
@@ -60,10 +65,34 @@ def pipelined(argv: list[str], n: int) -> float:
     return n / elapsed
 
 
+def long_line(argv: list[str]) -> tuple[float, float, float]:
+    """Seconds until the client read the whole line, the same from its first byte (the relay without mcptape's
+    start-up, ~0.25 s of imports), and the peak resident MB of what it ran (sampled)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, bufsize=0)
+    start, peak = time.perf_counter(), [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], resident_kb(proc.pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    proc.stdout.read(1)
+    first = time.perf_counter()
+    while proc.stdout.read(1 << 20):
+        pass
+    end = time.perf_counter()
+    proc.wait()
+    sampler.join()
+    return end - start, end - first, peak[0] / 1024
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--messages", type=int, default=5000)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--line-mb", type=int, default=100)
     add_flag(p)
     a = p.parse_args()
     figures = Figures(a.json)
@@ -83,6 +112,22 @@ def main() -> None:
         wrapped = statistics.median(results[(pattern, "mcptape")])
         print(f"  {pattern:10} direct {direct:9.0f}/s   mcptape {wrapped:9.0f}/s   ratio {wrapped / direct:.2f}")
         figures.update({f"{pattern.replace('-', '_')}_direct": direct, f"{pattern.replace('-', '_')}_mcptape": wrapped})
+    long_server = [sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "long_line_server.py"),
+                   str(a.line_mb * 1_000_000), "no-newline"]
+    runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "mcptape": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            runs["direct"].append(long_line(long_server))
+            runs["mcptape"].append(long_line([MCPTAPE, "record", "-o", f"{tmp}/long-{r}.mcptape", "--", *long_server]))
+    (direct, direct_flow), (wrapped, wrapped_flow) = (
+        (statistics.median(r[0] for r in runs[path]), statistics.median(r[1] for r in runs[path]))
+        for path in ("direct", "mcptape"))
+    peak = max(r[2] for r in runs["mcptape"])
+    print(f"  one {a.line_mb} MB line, no newline: direct {direct:.2f} s   mcptape {wrapped:.2f} s   ratio "
+          f"{wrapped / direct:.2f}; from the first byte {direct_flow:.2f} s vs {wrapped_flow:.2f} s, ratio "
+          f"{wrapped_flow / direct_flow:.2f} (goal <= 2); wrapper and server peak {peak:.0f} MB (goal < 200)")
+    figures.update(long_line_direct_s=direct, long_line_mcptape_s=wrapped, long_line_direct_flow_s=direct_flow,
+                   long_line_mcptape_flow_s=wrapped_flow, long_line_peak_mb=peak)
     figures.emit()
 
 

@@ -153,7 +153,18 @@ finding(s), {s['edits']} edit(s) fired.{' The tapes were redacted into this bund
 {'- `report.har`: the HTTP exchanges as HAR 1.2, for browser devtools and mitmproxy' + chr(10) if har else ''}\
 - `findings.json`: what `mcptape check` found, with the spec clauses
 
-## Reproduce (`pip install mcptape`; the bundle stays zipped)
+## Install mcptape {__version__}, the version that made this bundle
+
+mcptape is not on PyPI: install it from its source, on Linux or macOS with Python 3.12 or newer. In a checkout of
+mcptape's source (its folder holds `pyproject.toml`), at version {__version__}:
+
+```sh
+python3 -m venv .venv && . .venv/bin/activate
+pip install ./mcptape                     # the checkout's folder; or a wheel built from it: pip install mcptape-{__version__}-py3-none-any.whl
+mcptape --version                         # mcptape, version {__version__}
+```
+
+## Reproduce (the bundle stays zipped)
 
 ```sh
 mcptape check {bundle}                   # the findings again

@@ -26,13 +26,24 @@ class Failure(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"mcptape: {self.message}", err=True)
+        from .terminal import safe
+
+        click.echo(f"mcptape: {safe(self.message)}", err=True)
 
 
 class _Group(click.Group):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's first sentence whole, wrapped, where click would cut it at the line's end."""
+        rows = [(name, self.get_command(ctx, name).get_short_help_str(limit=1000)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl([row for row in rows if not self.get_command(ctx, row[0]).hidden])
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # click's own three lines (usage, try --help, error) as our one
+            command = e.ctx.command_path if e.ctx else "mcptape"
+            raise Failure(f"{e.format_message().rstrip('.')}, in {command}: see {command} --help") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except BrokenPipeError:
@@ -45,10 +56,15 @@ class _Group(click.Group):
         except Exception as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            from .tape.file import TapeError
+            from .tape.file import OPENED, TapeError
 
             if isinstance(e, TapeError):
                 raise Failure(str(e)) from None
+            if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)):
+                from .tape.records import first_problem
+
+                if found := first_problem(list(OPENED)):  # a stranger's tape broke what its format promises
+                    raise Failure(f"{found}; this tape was not written by mcptape as it is") from None
             raise Failure(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)") from None
 
 
@@ -134,6 +150,18 @@ def _editor(edit: tuple[str, ...], edits_file: str | None, stdio: bool = False, 
     except EditError as e:
         raise Failure(str(e)) from None
     return Editor(edits)
+
+
+def _reach(editor, tape: str) -> list[str]:
+    """The edits checked against the tape before they run (edits.reach): one that cannot fire is refused."""
+    from .edits import EditError, reach
+    from .replay.recorded import load
+    from .replay.serve import sent
+
+    try:
+        return reach(editor.edits, sent(load(tape)))
+    except EditError as e:
+        raise Failure(str(e)) from None
 
 
 def _warn_unfired(editor) -> None:
@@ -445,6 +473,7 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
     from . import show as timeline
     from .tape import json_form
     from .tape.file import Reader
+    from .terminal import safe_json
 
     tape, record_number = _tape_and_record(tape, record_number)
     try:
@@ -483,8 +512,10 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
         else:
             lines = (json_form.lines if fmt == "jsonl" else _document)(
                 reader.header, ((row.record, row.seq) for row in picked()), numbered=True)
+        if fmt != "text":
+            lines = map(safe_json, lines)
         for line in lines:
-            click.echo(line, color=colour)
+            click.echo(line, color=colour, nl=fmt != "json")
         if selection and not matched:
             click.echo("mcptape: no record matches the filters", err=True)
     except KeyboardInterrupt:  # the way to stop following a recording that goes on
@@ -495,19 +526,24 @@ def show(tape, fmt, record_number, sessions, methods, exchanges, statuses, grep,
 def _warn_truncated(tape: str, truncated: str | None, count: int, done: str) -> None:
     """A tape cut short (a recorder killed mid-write) is read up to its tear: say so, whatever reads it."""
     if truncated:
-        click.echo(f"mcptape: {tape}: tape is truncated ({truncated}); {done} the {count} complete records "
+        from .terminal import safe
+
+        click.echo(f"mcptape: {safe(tape)}: tape is truncated ({truncated}); {done} the {count} complete records "
                    f"before it", err=True)
 
 
 def _document(header, items, numbered: bool = False):
+    """The JSON document in pieces as the records are read (pieces, not lines: printed without newlines)."""
     from .tape import json_form
 
-    yield json_form.dumps(json_form.document(header, items, numbered), indent=1)
+    yield from json_form.document_text(header, items, numbered)
+    yield "\n"
 
 
 def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
     from . import show as timeline
     from .tape import json_form
+    from .terminal import safe_json
 
     for row in timeline.rows(reader.path, reader):
         if row.seq == number:
@@ -515,8 +551,8 @@ def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
                 for line in timeline.whole(row, colour):
                     click.echo(line, color=colour)
             else:
-                click.echo(json_form.dumps(json_form.record_to_json(row.record, row.seq),
-                                           indent=1 if fmt == "json" else None))
+                click.echo(safe_json(json_form.dumps(json_form.record_to_json(row.record, row.seq),
+                                                     indent=1 if fmt == "json" else None)))
             return
     torn = f" before it is torn ({reader.truncated})" if reader.truncated else ""
     raise Failure(f"{reader.path} has no record {number}: its records are 0 to {reader.count - 1}{torn}"
@@ -565,10 +601,14 @@ def _export(tape: str, fmt: str, output: str | None) -> None:
         except har.NotHttp as e:
             where = "a HAR" if fmt == "har" else "a mitmproxy flow file"
             raise Failure(f"{tape}: {e} for {where}; export it as json or jsonl") from None
-    elif fmt == "json":
-        chunks = [json_form.dumps(json_form.document(reader.header, reader), indent=1) + "\n"]
+    elif fmt == "json":  # written as it is read, as jsonl is
+        chunks = _document(reader.header, reader)
     else:
         chunks = (line + "\n" for line in json_form.lines(reader.header, reader))
+    if output is None and fmt in ("json", "jsonl"):
+        from .terminal import safe_json
+
+        chunks = map(safe_json, chunks)
     _write_output(chunks, output)
     _warn_truncated(tape, reader.truncated, reader.count, "exported")
 
@@ -599,6 +639,7 @@ def check(tapes, fmt, fail_on, require_redacted, colour):
     from .check import at_or_above
     from .check import check as run_check
     from .check import report
+    from .terminal import safe, safe_json
 
     tapes = _tapes(tapes)
     findings = list(run_check(tapes))
@@ -613,18 +654,22 @@ def check(tapes, fmt, fail_on, require_redacted, colour):
             tone = {"error": ERROR, "warning": WARNING}.get(line.split(" ", 1)[0])
             click.echo(paint(line, tone, colour), color=colour)
         for tape, number, where, rule in unredacted:
-            click.echo(_unredacted_line(tape, number, where, rule))
+            click.echo(safe(_unredacted_line(tape, number, where, rule)))
     else:
         from .tape import json_form
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
         if fmt == "json" and require_redacted:
-            doc["unredacted"] = [{"tape": tape, "record": number, "pointer": where, "rule": rule}
+            # `pointer` is always a JSON pointer: a tape whose header says it was not redacted points at the
+            # header's /redaction (record null), with the reason in words under `detail`
+            doc["unredacted"] = [{"tape": tape, "record": number, "rule": rule,
+                                  **({"pointer": where} if where.startswith("/") else
+                                     {"pointer": "/redaction", "detail": where})}
                                  for tape, number, where, rule in unredacted]
         elif unredacted:
             for tape, number, where, rule in unredacted:
-                click.echo(_unredacted_line(tape, number, where, rule), err=True)
-        click.echo(json_form.dumps(doc, indent=1))
+                click.echo(safe(_unredacted_line(tape, number, where, rule)), err=True)
+        click.echo(safe_json(json_form.dumps(doc, indent=1)))
     raise SystemExit(code)
 
 
@@ -739,7 +784,9 @@ def bundle(tapes, output, force, redact, allow_secrets):
     if allow_secrets:
         click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
                    err=True)
-    click.echo(f"mcptape: wrote {output}: {', '.join(names)}", err=True)
+    from .terminal import safe
+
+    click.echo(safe(f"mcptape: wrote {output}: {', '.join(names)}"), err=True)
 
 
 @main.command()
@@ -775,6 +822,8 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
         replayer = Replayer(load(tape), list(ignore), editor)
     except ValueError as e:
         raise Failure(str(e)) from None
+    for warning in replayer.warnings:
+        click.echo(f"mcptape: warning: {warning}", err=True)
     _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
     if log and os.path.exists(log) and not force:
         raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
@@ -827,12 +876,14 @@ def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
 
 
 def _replay_summary(replayer, strict: bool) -> None:
+    from .terminal import safe
+
     _warn_unfired(replayer.editor)
     unused = replayer.unused()
     click.echo(f"mcptape: replay done: {len(replayer.unmatched)} request(s) unmatched, {len(unused)} recorded "
                f"request(s) never used", err=True)
     for what in replayer.unmatched[:10]:
-        click.echo(f"mcptape:   unmatched: {what}", err=True)
+        click.echo(f"mcptape:   unmatched: {safe(what)}", err=True)
     if strict and (replayer.unmatched or unused):
         raise SystemExit(1)
 
@@ -891,6 +942,8 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
         raise Failure(str(e)) from None
     except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
         raise Failure(str(e)) from None
+    for warning in runner.warnings:
+        click.echo(f"mcptape: warning: {warning}", err=True)
     if not runner.stdio and not any("{url}" in arg for arg in command):
         click.echo("mcptape: note: the client command has no {url}: it must read $MCPTAPE_URL", err=True)
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop: kill the runs in flight, then exit
@@ -926,6 +979,7 @@ def edits_(tape, edit, edits_file):
     from .edits import describe, dry_run
     from .tape import records
     from .tape.file import Reader, TapeError
+    from .terminal import safe
     from .wire import jsonrpc
 
     if not edit and not edits_file:
@@ -934,13 +988,15 @@ def edits_(tape, edit, edits_file):
         reader = Reader(tape)
         stdio = any(r.get("kind") == records.STDIO_LINE for r in Reader(tape))
         editor = _editor(edit, edits_file, stdio=stdio)
+        for warning in _reach(editor, tape):
+            click.echo(f"mcptape: warning: {warning}", err=True)
         for seq, record, plan in dry_run(editor, reader):
             where = record.get("method", "") + " " if record.get("kind") == records.HTTP_REQUEST else ""
             what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""
             session = f"  [session {record['session'][:8]}]" if record.get("session") else ""
-            click.echo(f"record {seq:>6}  {where}{what}{session}")
+            click.echo(safe(f"record {seq:>6}  {where}{what}{session}"))
             for fired in plan.fired:
-                click.echo(f"    {fired.text}")
+                click.echo(safe(f"    {fired.text}"))
             click.echo(f"    -> {describe(plan)}")
     except TapeError as e:
         raise Failure(str(e)) from None
@@ -965,7 +1021,11 @@ def diff_(tape_a, tape_b, fmt, ignore):
     """
     from .check.diff import diff
     from .tape import json_form
+    from .tape.file import Reader
+    from .terminal import safe_json
 
+    for tape in (tape_a, tape_b):  # opened here too (diff reads them in other processes): an unreadable one is said
+        Reader(tape).close()  # at once, and a record of the wrong shape is named from here (_Group)
     try:
         differences = diff(tape_a, tape_b, list(ignore))
     except ValueError as e:
@@ -975,8 +1035,9 @@ def diff_(tape_a, tape_b, fmt, ignore):
     for d in differences:
         counts[d.kind] = counts.get(d.kind, 0) + 1
     if fmt == "json":
-        click.echo(json_form.dumps({"differences": [d.to_json() for d in differences],
-                                    "summary": {"differences": len(differences), "kinds": counts}}, indent=1))
+        click.echo(safe_json(json_form.dumps({"differences": [d.to_json() for d in differences],
+                                              "summary": {"differences": len(differences), "kinds": counts}},
+                                             indent=1)))
     else:
         _print_differences(differences)
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")
@@ -984,6 +1045,8 @@ def diff_(tape_a, tape_b, fmt, ignore):
 
 
 def _print_differences(differences) -> None:
+    from .terminal import safe
+
     for d in differences:
         where = f" at {d.path}" if d.path else ""
         if d.kind in ("only-in-a", "only-in-b"):  # the outcome it had in the one tape that holds it
@@ -991,7 +1054,7 @@ def _print_differences(differences) -> None:
             change = f": {d.a if mine == 'a' else d.b} in {mine}, no such call in {other}"
         else:
             change = "" if d.a is None and d.b is None else f": {_short(d.a)} -> {_short(d.b)}"
-        click.echo(f"{d.kind:20} {d.call}{where}{change}")
+        click.echo(safe(f"{d.kind:20} {d.call}{where}{change}"))
 
 
 def _short(value, width: int = 60) -> str:
@@ -1031,6 +1094,7 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
     """
     from .redrive import VerifyError, verify as run_verify
     from .tape import json_form
+    from .terminal import safe, safe_json
 
     if log and os.path.exists(log):
         raise Failure(f"{log} already exists (--log writes a new tape)")
@@ -1051,15 +1115,16 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
         raise Failure(str(e)) from None
     code = _exit_with(0 if result.ok or update else 1)
     for note in result.notes:
-        click.echo(f"mcptape: warning: {note}", err=True)
+        click.echo(f"mcptape: warning: {safe(note)}", err=True)
     if fmt == "json":
-        click.echo(json_form.dumps({"differences": [d.to_json() for d in result.differences],
-                                    "missed": result.missed, "log": result.log, "updated": result.updated,
-                                    "summary": {"calls": result.calls, "differences": len(result.differences),
-                                                "missed": len(result.missed)}}, indent=1))
+        click.echo(safe_json(json_form.dumps({"differences": [d.to_json() for d in result.differences],
+                                              "missed": result.missed, "log": result.log, "updated": result.updated,
+                                              "summary": {"calls": result.calls,
+                                                          "differences": len(result.differences),
+                                                          "missed": len(result.missed)}}, indent=1)))
     else:
         for line in result.missed:
-            click.echo(line)
+            click.echo(safe(line))
         _print_differences(result.differences)
         verdict = "agrees with the tape" if result.ok else (
             f"{len(result.differences)} difference(s), {len(result.missed)} missing")
@@ -1087,6 +1152,14 @@ def import_(source, output, force):
       mcptape import capture.flows -o capture.mcptape && mcptape check capture.mcptape
       mcptape import devtools.har -o browser.mcptape
     """
+    try:
+        _import(source, output, force)
+    except RecursionError:  # json and mitmproxy's tnetstring parse nesting by recursion
+        raise Failure(f"{source}: nested too deeply to read (Python's recursion limit, "
+                      f"{sys.getrecursionlimit()}); not a capture mcptape imports") from None
+
+
+def _import(source: str, output: str, force: bool) -> None:
     from .tape import json_form
     from .tape.file import MAGIC
 
@@ -1152,6 +1225,7 @@ def _import_capture(source: str, output: str, force: bool, data: bytes | dict, k
     from .capture import imported
     from .redact import Redactor
     from .tape import records
+    from .terminal import safe
 
     redactor = Redactor()
     items = imported.Records()
@@ -1172,7 +1246,7 @@ def _import_capture(source: str, output: str, force: bool, data: bytes | dict, k
         raise Failure(f"{source}: {e}") from None
     _write_tape(output, force, records.header(time.time(), TOOL, redactor.describe()), items)
     for line in result.missing:
-        click.echo(f"mcptape: {source}: {line}", err=True)
+        click.echo(f"mcptape: {source}: {safe(line)}", err=True)
     click.echo(f"mcptape: wrote {result.exchanges} exchanges ({len(items)} records) to {output}", err=True)
 
 

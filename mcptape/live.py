@@ -111,10 +111,13 @@ class LiveView(Observer):
         duration = f"{took * 1000:7.0f} ms" if took is not None else " " * 10
         injected = (f"  [edit: {'; '.join(edits)}]" if isinstance(edits, list) and edits else
                     "  [injected]" if edits else "")
-        line = (f"{_clock(t)}  #{self.first_seq + seq:<5} {session:<8}  "
-                f"{arrow if tone else paint(arrow, direction, self.colour)} "
-                f"{what:<28}  {status:>3}  {outcome:<28}  {duration}")
-        self.echo(paint(line, tone, self.colour) + paint(injected, INJECTED, self.colour))
+        # paint makes the text from the peers safe (terminal.py); a line coloured whole is painted once, else only
+        # its arrow is, so no text is painted twice
+        head = f"{_clock(t)}  #{self.first_seq + seq:<5} {session:<8}  "
+        tail = f" {what:<28}  {status:>3}  {outcome:<28}  {duration}"
+        line = (paint(head + arrow + tail, tone, self.colour) if tone else
+                paint(head, None, False) + paint(arrow, direction, self.colour) + paint(tail, None, False))
+        self.echo(line + paint(injected, INJECTED, self.colour))
 
 
 def _clock(t: float) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from . import terminal
 from .model import OPENED, Model, Observer, Seen, Session
 from .tape import json_form, records
 from .tape.file import Record
@@ -34,7 +35,8 @@ _FAILED_ENDS = (records.UPSTREAM_RESET, records.UPSTREAM_UNREACHABLE, records.PR
 
 
 def paint(text: str, tone: str | None, colour: bool) -> str:
-    return click.style(text, **_TONES[tone]) if colour and tone and text else text
+    """Text from a tape made safe for a terminal (terminal.py), coloured in its tone when asked."""
+    return terminal.paint(text, _TONES.get(tone) if tone else None, colour)
 
 
 # -- what a record is, as the model sees it -----------------------------------------------------------------------
@@ -47,6 +49,7 @@ class Row:
     seen: Seen
     methods: frozenset[str]
     start: float | None  # the time of the tape's first record: the timeline's clock runs from it
+    answered: bool = False  # an exchange's end, after the answer to the request it carried: a hang-up is normal
 
     @property
     def seq(self) -> int:
@@ -69,13 +72,21 @@ class _Rows(Observer):
         self.methods = methods  # work out the methods each record concerns (only --method needs them)
         self._asked: dict[tuple, str] = {}  # requests not answered yet -> their method, to name their answers
         self._carried: dict[Any, str] = {}  # open HTTP exchange -> the method of the request it carried
+        self._answered: set[int] = set()  # open HTTP exchanges whose request got its final response
 
     def record(self, seen: Seen, model: Model) -> list[Row]:
         record = seen.record
         t = record.get("t")
         if self.start is None and isinstance(t, (int, float)):
             self.start = t
-        return [Row(seen, self._methods(seen) if self.methods else frozenset(), self.start)]
+        ex = seen.exchange
+        if ex is not None and isinstance(ex.msg, dict) and "id" in ex.msg and isinstance(record.get("msg"), dict) \
+                and record["msg"].get("id") == ex.msg["id"] and "method" not in record["msg"]:
+            self._answered.add(ex.number)
+        answered = ex is not None and record.get("kind") == records.END and ex.number in self._answered
+        if answered:
+            self._answered.discard(ex.number)
+        return [Row(seen, self._methods(seen) if self.methods else frozenset(), self.start, answered)]
 
     def _methods(self, seen: Seen) -> frozenset[str]:
         record, ex, session = seen.record, seen.exchange, seen.session
@@ -219,6 +230,8 @@ def lines(row: Row, colour: bool = False) -> list[str]:
     """The timeline's lines for one record."""
     seen, record = row.seen, row.record
     described = _describe(record)
+    if row.answered and record.get("reason") == records.CLIENT_DISCONNECTED:
+        described = [(described[0][0] + " (after its answer)", None)]  # the client hung up once it had it
     ex = seen.exchange
     if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
             and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
@@ -233,8 +246,8 @@ def lines(row: Row, colour: bool = False) -> list[str]:
     clock = f"{t - row.start:9.3f}" if isinstance(t, (int, float)) and row.start is not None else " " * 9
     direction = record.get("dir")
     arrow = paint(ARROW.get(direction, " "), direction if direction in ARROW else None, colour)
-    exchange = "" if record.get("exchange") is None else str(record.get("exchange"))
-    session = seen.session.short if seen.session is not None else ""
+    exchange = "" if record.get("exchange") is None else terminal.safe(str(record.get("exchange")))
+    session = terminal.safe(seen.session.short) if seen.session is not None else ""
     injected = record.get("injected") or record.get("kind") == records.EDIT
     return [f"{row.seq:>5}  {clock}  {arrow}  {session:<8}  {exchange:>4}  "
             f"{paint(what, INJECTED if injected else tone, colour)}" for what, tone in described]
@@ -318,6 +331,9 @@ def _describe(record: Record) -> list[tuple[str, str | None]]:
             return [(f"-- recording started: {' '.join(source['stdio'])}", None)]
         if "imported" in source:
             return [(f"-- imported from {source['imported']} ({source.get('format')})", None)]
+        if "replay" in source or "verify" in source:  # what a client did against a replay, what verify sent
+            return [(f"-- replay of {source['replay']} started" if "replay" in source else
+                     f"-- verify of {source['verify']} against {source.get('upstream')} started", None)]
         return [(f"-- recording started ({', '.join(source.get('modes', [])) or source.get('proxy', '')})", None)]
     if kind == records.EDIT:
         return [(f"edit {'; '.join(record.get('edits') or [])}: {record.get('detail')}", INJECTED)]
@@ -369,15 +385,15 @@ def whole(row: Row, colour: bool = False) -> list[str]:
     out = [paint(f"record {row.seq}: {record.get('kind')}", ERROR if _describe(record)[-1][1] == ERROR else None,
                  colour)]
 
-    def field(name: str, value: Any) -> None:
-        out.append(f"  {name:<16} {value}")
+    def field(name: str, value: Any, tone: str | None = None) -> None:
+        out.append(f"  {name:<16} {paint(str(value), tone, colour)}")
 
     t = record.get("t")
     if isinstance(t, (int, float)):
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d} UTC"
         field("time", stamp + (f" (+{t - row.start:.3f}s)" if row.start is not None else ""))
     if record.get("dir") in _DIRECTION:
-        field("direction", paint(_DIRECTION[record["dir"]], record["dir"], colour))
+        field("direction", _DIRECTION[record["dir"]], record["dir"])
     if (session := row.session) is not None:
         field("session", f"{session.label} ({session.transport}{', ' + session.version if session.version else ''})")
     if record.get("exchange") is not None:
@@ -386,7 +402,7 @@ def whole(row: Row, colour: bool = False) -> list[str]:
         if name in ("kind", "t", "dir", "session", "exchange", "headers", "msg", "raw") or value == []:
             continue
         text = value if isinstance(value, str) else json_form.dumps(value)
-        field(name, paint(text, INJECTED if name == "injected" else ERROR if name == "problem" else None, colour))
+        field(name, text, INJECTED if name == "injected" else ERROR if name == "problem" else None)
     for note, subject in row.seen.notes:
         if note == "transition":
             changed, step = subject
@@ -394,12 +410,13 @@ def whole(row: Row, colour: bool = False) -> list[str]:
                   + (" by an edit" if step.injected else ""))
     if record.get("headers"):
         out.append("  headers:")
-        out += [f"    {name}: {value}" for name, value in record["headers"]]
+        out += [terminal.safe(f"    {name}: {value}") for name, value in record["headers"]]
     if "msg" in record:
         described = "; ".join(jsonrpc.describe(m) for m in jsonrpc.messages(record["msg"]))
-        out.append(f"  message: {described}")
-        out += json_form.dumps(record["msg"], indent=2).splitlines()
+        out.append(terminal.safe(f"  message: {described}"))
+        out += map(terminal.safe_json, json_form.dumps(record["msg"], indent=2).splitlines())
     elif isinstance(record.get("raw"), bytes):
         out.append(f"  body ({len(record['raw'])} bytes, not JSON):")
-        out += record["raw"].decode("utf-8", "backslashreplace").splitlines() or [""]
+        # split on newlines only (str.splitlines also splits at C1 and other breaks, which are shown escaped)
+        out += map(terminal.safe, record["raw"].decode("utf-8", "backslashreplace").split("\n"))
     return out

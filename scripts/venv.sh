@@ -1,21 +1,23 @@
-# Sourced by scripts/demo and scripts/test: make (or reuse) .venv with Python >= 3.12 and install mcptape with
-# the given extra. A fresh machine needs nothing but a Python 3.12+ (pyenv's, through .python-version, here).
+# Sourced by scripts/demo and scripts/test: make (or reuse) the venv and install mcptape with the given extra. A
+# fresh machine needs nothing but a Python 3.12+ (pyenv's, through .python-version, here). $MCPTAPE_VENV names
+# another venv folder and $MCPTAPE_PYTHON the interpreter to make it with (CI runs the suite on 3.12 that way).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 extra="$1"
-if [ ! -x .venv/bin/python ]; then
+venv="${MCPTAPE_VENV:-.venv}"
+if [ ! -x "$venv/bin/python" ]; then
   py=""
-  for candidate in python3 python3.13 python3.12; do
+  for candidate in ${MCPTAPE_PYTHON:-} python3 python3.13 python3.12; do
     if command -v "$candidate" >/dev/null 2>&1 &&
        "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
       py="$candidate"; break
     fi
   done
   if [ -z "$py" ]; then
-    echo "mcptape: needs Python 3.12 or newer (mitmproxy 12 does); none found on PATH" >&2
+    echo "mcptape: needs Python 3.12 or newer (mitmproxy 12 does), none found on PATH: install one (pyenv install 3.12)" >&2
     exit 2
   fi
-  "$py" -m venv .venv
+  "$py" -m venv "$venv"
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extra]" 2>&1 \
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extra]" 2>&1 \
   | grep -v -e "^WARNING: Location" -e "is ignored: it is neither a file nor a directory" || true

@@ -1,5 +1,5 @@
 """bench/run.py, the runner of every benchmark: the table it makes from each script's figures, what it says of a
-benchmark that cannot run, and the README section it writes. No benchmark is run here (they are never in CI): the
+benchmark that cannot run, and the docs section it writes. No benchmark is run here (they are never in CI): the
 scripts are checked for the `--json` flag the runner calls them with, and the runner is driven with small stand-in
 scripts."""
 
@@ -109,19 +109,19 @@ def test_a_benchmark_that_cannot_give_figures_is_one_row_saying_why(run, tmp_pat
                            "0.65×", "≤ 1.2×", "yes"]
 
 
-def test_the_readme_section_is_replaced_between_its_markers(run, tmp_path):
-    readme = tmp_path / "README.md"
+def test_the_docs_section_is_replaced_between_its_markers(run, tmp_path):
+    readme = tmp_path / "benchmarks.md"
     readme.write_text(f"# x\n\n## Benchmarks\n\nhow to run\n\n{run.BEGIN}\nold table\n{run.END}\n\n## Layout\n")
-    run.write_readme("machine line\n\n| new | table |", readme)
+    run.write_doc("machine line\n\n| new | table |", readme)
     assert readme.read_text() == (f"# x\n\n## Benchmarks\n\nhow to run\n\n{run.BEGIN}\nmachine line\n\n"
                                   f"| new | table |\n{run.END}\n\n## Layout\n")
     readme.write_text("# no markers\n")
     with pytest.raises(SystemExit, match="no benchmark markers"):
-        run.write_readme("table", readme)
+        run.write_doc("table", readme)
 
 
-def test_the_project_readme_has_the_markers_once(run):
-    text = (BENCH.parent / "README.md").read_text()
+def test_the_benchmarks_doc_has_the_markers_once(run):
+    text = run.DOC.read_text()
     assert text.count(run.BEGIN) == 1 and text.count(run.END) == 1 and text.index(run.BEGIN) < text.index(run.END)
 
 
@@ -151,7 +151,7 @@ def test_every_script_the_runner_calls_takes_json(run):
             assert done.returncode == 0 and "--json" in done.stdout, (bench.script, done.stderr[-500:])
 
 
-def test_write_readme_refuses_a_partial_table():
+def test_write_docs_refuses_a_partial_table():
     done = subprocess.run([sys.executable, str(BENCH / "run.py"), "--only", "stdio", "--write-readme"],
                           capture_output=True, text=True)
-    assert done.returncode == 2 and "--write-readme writes the whole table: drop --only" in done.stderr
+    assert done.returncode == 2 and "--write-docs writes the whole table: drop --only" in done.stderr

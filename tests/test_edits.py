@@ -412,7 +412,9 @@ def test_the_dry_run_lists_where_each_edit_fires(tapes):
     assert "POST tools/list" in fired[0] and "tools/call" in fired[1] and "countdown" in fired[1]
     assert "-> answer HTTP 401" in out.stdout and "-> answer HTTP 404 (the session is dead)" in out.stdout
     assert "DELETE" in fired[-1]
-    assert out.stderr == "mcptape: warning: edit 'drop at=ping' never fired\n"
+    assert out.stderr.splitlines() == [  # said before the dry run (edits.reach), then after it
+        "mcptape: warning: edit 'drop at=ping': at=ping#1 is past what the tape recorded (0 ping message(s)); it "
+        "fires only if the client sends more than the tape holds", "mcptape: warning: edit 'drop at=ping' never fired"]
     stdio = run_mcptape("edits", tapes["sse"], "--edit", "explode at=ping")
     assert stdio.returncode == 2 and "unknown action 'explode'" in stdio.stderr
 

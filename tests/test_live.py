@@ -205,7 +205,7 @@ def test_the_live_view_on_synthetic_records():
 
     from mcptape.live import LiveView
 
-    from .test_lifecycle import Synth, error
+    from .core.test_lifecycle import Synth, error
 
     tape = Synth(Path("unused"))
     tape.call(tape.session)

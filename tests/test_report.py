@@ -56,10 +56,20 @@ def test_a_session_the_client_lost_to_an_edit(real_tapes, tmp_path):
     assert mermaid.startswith("sequenceDiagram\n") and "participant M as mcptape (edits)" in mermaid
     assert re.search(r"M--xC: error #35;4 -32600 Session not found", mermaid)  # the answer mcptape made up
     assert re.search(r"Note over C,S: session [0-9a-f]{8}… expired 404 by an edit", mermaid)
-    assert "error#58; no-reinitialize, blames the client (rests on an edit)" in mermaid
-    for text in ("### 1. error: `dead-session-reuse`", "blames the **client**; rests on what mcptape injected",
-                 "<details><summary>record", "```json", "## Sessions", "| tools/call |", "expire-session at=tools/call"):
+    # the two findings about one event are one story: one note, one section, their evidence once
+    assert mermaid.count("Note over C,S: error#58; ") == 1
+    assert "error#58; dead-session-reuse + no-reinitialize, blames the client (rests on an edit)" in mermaid
+    assert re.search(r"C->>M: tools/call #35;4 countdown", mermaid)  # answered by the edit: it never reached S
+    assert "C->>M: DELETE" in mermaid and "M--xC: HTTP 404 (DELETE)" in mermaid  # every exchange drawn
+    assert md.splitlines()[2].startswith("**The client is blamed (dead-session-reuse and no-reinitialize): ")
+    assert "It rests on what mcptape injected (an edit)" in md.splitlines()[2]
+    for text in ("### 1. error: dead-session-reuse + no-reinitialize, blames the client",
+                 "blames the client; rests on what mcptape injected", "<details><summary>record", "```json",
+                 "## Sessions", "| tools/call |", "expire-session at=tools/call"):
         assert text in md, text
+    summaries = re.findall(r"<summary>(.*)</summary>", md)
+    assert len(summaries) == len(set(summaries)) and not any("\\" in s for s in summaries), summaries
+    assert any("POST /mcp [2025-11-25]" in s for s in summaries)  # raw HTML: no Markdown backslashes
 
 
 def test_a_2026_stateless_conversation(real_tapes):
@@ -145,8 +155,8 @@ def test_bad_input_is_one_line(tmp_path):
     one_line_error(run_mcptape("report", tape, "-o", str(tmp_path / "no" / "r.md")), "cannot write")
 
 
-def test_the_readme_examples_run_as_written(real_tapes, tmp_path):
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+def test_the_docs_examples_run_as_written(real_tapes, tmp_path):
+    readme = (Path(__file__).parent.parent / "docs" / "reports.md").read_text()
     section = readme.split("## Reports, exports and bundles", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     shutil.copy(real_tapes["session"], tmp_path / "run.mcptape")

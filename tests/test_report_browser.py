@@ -134,3 +134,66 @@ def test_the_markdown_reports_diagram_is_valid_mermaid(browser, real_tapes, tape
     if tape == "edited":
         assert "mcptape (edits)" in svg and "error #4 -32600 Session not found" in svg
     page.close()
+
+
+CASSETTES = sorted((Path(__file__).resolve().parent.parent / "cassettes").glob("*.mcptape"))
+
+# Each arrow label's drawn box (the browser's own text geometry, getBBox), and the x of every lifeline
+GEOMETRY = """() => {
+  const svg = document.querySelector('svg.sequence');
+  const lifelines = [...svg.querySelectorAll('line[stroke-dasharray="4 4"]')].map(l => l.x1.baseVal.value);
+  const labels = [...svg.querySelectorAll('text.label')].map(t => {
+    const b = t.getBBox(); return {text: t.textContent, left: b.x, right: b.x + b.width, width: b.width};
+  });
+  const drawn = [...svg.querySelectorAll('line[data-at]')].map(l => l.getAttribute('data-at'));
+  return {lifelines, labels, drawn};
+}"""
+
+
+@pytest.mark.parametrize("cassette", CASSETTES, ids=lambda p: p.stem)
+def test_each_cassettes_report_leads_with_the_bug_and_draws_it_legibly(real_tapes, browser, tmp_path, cassette):
+    # real_tapes is unused here, but asked first: its recording runs its own event loop, which it cannot do once
+    # the (module-wide) browser has started Playwright's in this thread
+    _leads_with_the_bug_and_draws_it_legibly(browser, tmp_path, cassette)
+
+
+def test_an_edited_sessions_report_draws_mcptape_between_without_a_label_on_its_lifeline(real_tapes, browser,
+                                                                                          tmp_path):
+    """Three lifelines: the client's requests to the server cross mcptape's, and their labels must not."""
+    _leads_with_the_bug_and_draws_it_legibly(browser, tmp_path, Path(real_tapes["edited"]), lifelines=3)
+
+
+def _leads_with_the_bug_and_draws_it_legibly(browser, tmp_path, cassette: Path, lifelines: int = 2) -> None:
+    import json
+
+    page_file = tmp_path / f"{cassette.stem}.html"
+    assert run_mcptape("report", str(cassette), "--format", "html", "-o", str(page_file)).returncode == 0
+    data = json.loads(run_mcptape("report", str(cassette), "--format", "json").stdout)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(page_file.as_uri(), wait_until="load")
+
+    headline = page.locator("p.headline")
+    assert headline.is_visible()
+    said = headline.inner_text()
+    if data["findings"]:
+        assert " is blamed (" in said and data["findings"][0]["rule"] in said or any(
+            f["rule"] in said for f in data["findings"]), said
+    else:
+        assert said.startswith("Nothing went wrong"), said
+
+    geometry = page.evaluate(GEOMETRY)
+    assert geometry["labels"] and len(geometry["lifelines"]) == lifelines
+    for label in geometry["labels"]:
+        assert label["width"] > 0, label
+        crossed = [x for x in geometry["lifelines"] if label["left"] - 1 <= x <= label["right"] + 1]
+        assert crossed == [], f"the label {label['text']!r} ({label['left']:.0f}..{label['right']:.0f}) runs over " \
+                              f"the lifeline at {crossed}"
+
+    drawn = set(geometry["drawn"])
+    for f in data["findings"]:  # every exchange a finding rests on has its arrow
+        for e in f["excerpts"]:
+            assert f"{cassette}#{e['record']}" in drawn, (f["rule"], e["record"], e["what"], sorted(drawn))
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"cassette-{cassette.stem}.png"), full_page=True)
+    page.close()

@@ -85,7 +85,7 @@ def test_record_verbose_shows_mitmproxys_log(demo_server, record):
 
 
 def test_the_two_findings_of_one_session_death_cite_the_same_record(tmp_path):
-    from .test_lifecycle import Synth, by_rule, error
+    from .core.test_lifecycle import Synth, by_rule, error
 
     tape = Synth(tmp_path / "t.mcptape")
     died = tape.call(tape.session, 404, error("Session not found"))

@@ -15,7 +15,7 @@ from mcptape.tape.file import read
 
 from .conftest import run_mcptape, spawn_demo, start_recording, free_port, stop
 from .test_cli import one_line_error
-from .test_lifecycle import Synth, error
+from .core.test_lifecycle import Synth, error
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,9 @@ from urllib.parse import urlsplit
 from ..redact import Redactor
 from ..tape import records
 from ..wire import http, jsonrpc, sse
+from .bounded import Bounded, body_limit
+
+Body = bytes | Bounded  # a body whole, or as a streamed one was kept (a large one cut: capture/bounded.py)
 
 
 class RecordSink(Protocol):
@@ -60,6 +63,7 @@ class HttpCapture:
         self._next_exchange = 0
         self._legacy_paths: set[str] = set()
         self.recorded = 0  # exchanges recorded by this run
+        self.limit = body_limit()  # a body longer than this is recorded cut, or no reader could read it back
 
     def start(self, t: float, tool: str, source: dict, first_exchange: int = 0) -> None:
         self._next_exchange = first_exchange
@@ -69,7 +73,7 @@ class HttpCapture:
 
     def request(
         self, key: object, conn: object, t: float, method: str, target: str, headers: list[tuple[str, str]],
-        body: bytes, body_problem: str | None = None,
+        body: Body, body_problem: str | None = None,
     ) -> bool:
         """A request arrived whole. Returns whether it is recorded."""
         split = urlsplit(target)
@@ -91,11 +95,25 @@ class HttpCapture:
         with_body = mcp or self.scope.record_all
         self.sink.write(records.http_request(
             t, number, conn_number, method, path, redacted_query, redacted, session,
-            http.get(headers, http.PROTOCOL_VERSION), mcp, records.body(body, body_problem) if with_body else {},
+            http.get(headers, http.PROTOCOL_VERSION), mcp, self._body(body, body_problem) if with_body else {},
         ))
         return True
 
-    def _is_mcp(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes) -> bool:
+    def _body(self, body: Body, problem: str | None) -> records.Record:
+        if isinstance(body, bytes) and len(body) > self.limit:
+            kept = Bounded(self.limit)
+            kept.add(body)
+            body = kept
+        if isinstance(body, Bounded):
+            if not body.cut:
+                return records.body(body.whole(), problem)
+            fields = body.fields()
+            if problem:
+                fields["problem"] += f"; {problem}"
+            return fields
+        return records.body(body, problem)
+
+    def _is_mcp(self, method: str, path: str, headers: list[tuple[str, str]], body: Body) -> bool:
         if path in self.scope.endpoints:
             return True
         if self.scope.endpoints:
@@ -103,6 +121,9 @@ class HttpCapture:
         if http.get(headers, http.SESSION_ID) or http.get(headers, http.PROTOCOL_VERSION):
             return True
         if method == "POST":
+            if not isinstance(body, bytes) or len(body) > self.limit:  # not parsed: a JSON object is taken as MCP
+                first = body.prefix if isinstance(body, Bounded) else body[:1024]
+                return first.lstrip()[:1] == b"{"
             parsed = jsonrpc.parse(body)
             return parsed.is_json and parsed.problem is None
         return method == "GET" and http.accepts(headers, http.SSE)
@@ -127,7 +148,7 @@ class HttpCapture:
         return ex.stream
 
     def response(
-        self, key: object, t: float, status: int, reason: str, headers: list[tuple[str, str]], body: bytes,
+        self, key: object, t: float, status: int, reason: str, headers: list[tuple[str, str]], body: Body,
         body_problem: str | None = None,
     ) -> None:
         """The response finished (for a streamed one, its last chunk passed)."""
@@ -138,7 +159,7 @@ class HttpCapture:
             ex.stream.close()
         else:
             redacted = self.redactor.headers(headers)
-            fields = records.body(body, body_problem) if ex.mcp or self.scope.record_all else {}
+            fields = self._body(body, body_problem) if ex.mcp or self.scope.record_all else {}
             self._write(ex, records.http_response(
                 t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), fields
             ))

@@ -28,6 +28,7 @@ from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
 from . import mcp_view
+from .bounded import Bounded
 from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
@@ -100,6 +101,31 @@ class _Tap:
             self.flow.comment = f"mcptape: the SSE body passed {human.pretty_size(self.keep)} and was not kept"
         elif end:
             self.flow.response.raw_content = bytes(self.kept)
+
+
+class _BodyTap:
+    """A body longer than a tape's reader takes whole streams through instead of being buffered: each chunk goes on
+    at once, and only what the tape keeps of it (its first bytes, size and SHA-256: capture/bounded.py) stays."""
+
+    def __init__(self, limit: int) -> None:
+        self.kept = Bounded(limit)
+
+    def __call__(self, chunk: bytes) -> bytes:
+        self.kept.add(chunk)
+        return chunk
+
+
+def _stream_if_large(message: mhttp.Message, limit: int) -> None:
+    try:
+        length = int(message.headers.get("content-length", ""))
+    except ValueError:
+        return
+    if length > limit:
+        message.stream = _BodyTap(limit)
+
+
+def _body_of(message: mhttp.Message) -> tuple[Bounded | bytes, str | None]:
+    return (message.stream.kept, None) if isinstance(message.stream, _BodyTap) else content_of(message)
 
 
 class _Discard:
@@ -210,6 +236,10 @@ class Recorder:
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
+    def requestheaders(self, flow: mhttp.HTTPFlow) -> None:
+        if self.capture is not None:
+            _stream_if_large(flow.request, self.capture.limit)
+
     async def request(self, flow: mhttp.HTTPFlow) -> None:
         self._record_request(flow)
         if self.editor is not None:
@@ -223,7 +253,7 @@ class Recorder:
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = content_of(flow.request)
+        body, problem = _body_of(flow.request)
         self.capture.request(
             flow.id, flow.client_conn.id, flow.request.timestamp_start, flow.request.method,
             flow.request.path, headers_of(flow.request.headers), body, problem,
@@ -276,6 +306,8 @@ class Recorder:
         if plan is not None and plan.delay:
             await asyncio.sleep(plan.delay)  # the whole response waits: nothing else on the proxy does
         if http.media_type(flow.response.headers.get("content-type")) != http.SSE:
+            if self.capture is not None:
+                _stream_if_large(flow.response, self.capture.limit)
             return
         flow.response.stream = True  # never buffer an event stream, recorded or not
         if self.capture is None:
@@ -323,7 +355,8 @@ class Recorder:
 
     @_guarded
     def _record_response(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = (b"", None) if flow.response.stream else content_of(flow.response)
+        streamed = flow.response.stream and not isinstance(flow.response.stream, _BodyTap)  # SSE: recorded as it went
+        body, problem = (b"", None) if streamed else _body_of(flow.response)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
             headers_of(flow.response.headers), body, problem,

@@ -4,6 +4,10 @@ The client launches us instead of the server; we launch the server and relay its
 byte for byte, each chunk forwarded as soon as its complete lines are on tape (no added buffering: a partial line
 goes straight through). We write nothing of our own to stdout, forward signals, and exit as the server did.
 
+A line is gathered as a list of its parts (capture/bounded.py), so time stays linear in its length; one longer
+than a reader takes whole is recorded cut (its first bytes, size and SHA-256), never held whole, and always
+relayed whole.
+
 Threads, not asyncio: three blocking pipes and a child process are what threads are simplest at, and this path
 must start fast (it imports neither mitmproxy nor asyncio machinery).
 """
@@ -25,6 +29,7 @@ from ..redact import Redactor
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
+from .bounded import Bounded, body_limit
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _CHUNK = 65536
@@ -45,6 +50,7 @@ class StdioRecorder:
         self._out_lock = threading.Lock()
         self._timers: list[threading.Timer] = []
         self._proc: subprocess.Popen | None = None
+        self.limit = body_limit()
 
     def record(self, make: Callable[[float], records.Record]) -> None:
         # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
@@ -97,25 +103,33 @@ class StdioRecorder:
         """Record each complete line, then forward the chunk at once. Recording first keeps the tape causal: the
         peer cannot answer a line before it is on tape, so the other direction's pump cannot record the answer
         first. A chunk without a newline is forwarded straight away. A dead reader does not stop the recording."""
-        pending = b""
+        line = Bounded(self.limit)
         dst_alive = True
-        # with live edits, the client's lines go on whole, so one an edit answers in the server's place is kept back
+        # With live edits the client's lines go on whole, so one an edit answers in the server's place is kept back;
+        # a line too long to hold whole is relayed as it comes, unedited.
         by_line = self.editor is not None and direction == records.C2S
+        passing = False
         while chunk := _read(src):
-            pending += chunk
-            out = chunk if not by_line else b""
-            if b"\n" in chunk:
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    self.record(lambda t, line=line: records.stdio_line(t, direction, line))
-                    if by_line and not self._answered_here(line):
-                        out += line + b"\n"
+            out = b"" if by_line else chunk
+            for part, ended in _lines(chunk):
+                if by_line and (passing or line.size + len(part) > line.limit):
+                    out += part if passing else line.whole() + part
+                    passing = True
+                line.add(part)
+                if ended:
+                    self.record(lambda t: _line(t, direction, line))
+                    if passing:
+                        out += b"\n"
+                    elif by_line and not self._answered_here(line.whole()):
+                        out += line.whole() + b"\n"
+                    line.clear()
+                    passing = False
             if dst_alive and out:
                 dst_alive = _write_all(dst, out)
-        if by_line and pending and dst_alive:
-            _write_all(dst, pending)  # the last bytes, with no newline after them
-        if pending:
-            self.record(lambda t: records.stdio_line(t, direction, pending, partial=True))
+        if by_line and line.size and not passing and dst_alive:
+            _write_all(dst, line.whole())  # the last bytes, with no newline after them
+        if line.size:
+            self.record(lambda t: _line(t, direction, line, partial=True))
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
         if at_eof is not None:
             try:
@@ -152,31 +166,50 @@ class StdioRecorder:
         or later); everything else as it came."""
         from .. import edits
 
-        pending = b""
-        while chunk := _read(src):
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                msg = jsonrpc.parse(line).msg
-                key = jsonrpc.id_key(msg.get("id")) if jsonrpc.kind(msg) in ("response", "error") else None
-                plan = self._plans.pop(key, None) if key is not None else None
-                if plan is None:
-                    self._send(dst, line, records.stdio_line)
-                    continue
-                request_id = msg.get("id")
-                change = edits.edit_events([{"msg": msg}], plan, request_id, "")
-                self.record(lambda t: records.edit(t, plan.texts, change.detail, None, change.withheld or None,
-                                                   request_id))
-                out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode()
-                       for e in change.events]
-                if hold := edits.hold(plan):
-                    self.record(lambda t: records.edit(t, plan.texts, hold.detail, request_id=request_id))
-                    timer = threading.Timer(hold.seconds, self._send_all, (dst, out))
-                    timer.daemon = True
-                    timer.start()
-                    self._timers.append(timer)
-                else:
-                    self._send_all(dst, out)
-        if pending:
+        held: list[bytes] = []  # the line so far, while it may still be held whole to be edited
+        size = 0
+        passing: Bounded | None = None  # a line too long to hold: relayed as it comes, unedited, recorded cut
+        for part, ended in (item for chunk in iter(lambda: _read(src), b"") for item in _lines(chunk)):
+            if passing is None:
+                held.append(part)
+                size += len(part)
+                if not ended and size > self.limit:
+                    passing = Bounded(self.limit)
+                    part, held, size = b"".join(held), [], 0
+            if passing is not None:
+                passing.add(part)
+                with self._out_lock:
+                    _write_all(dst, part + b"\n" if ended else part)
+                if ended:
+                    self.record(lambda t: _line(t, direction, passing))
+                    passing = None
+                continue
+            if not ended:
+                continue
+            line, held, size = b"".join(held), [], 0
+            msg = jsonrpc.parse(line).msg
+            key = jsonrpc.id_key(msg.get("id")) if jsonrpc.kind(msg) in ("response", "error") else None
+            plan = self._plans.pop(key, None) if key is not None else None
+            if plan is None:
+                self._send(dst, line, records.stdio_line)
+                continue
+            request_id = msg.get("id")
+            change = edits.edit_events([{"msg": msg}], plan, request_id, "")
+            self.record(lambda t: records.edit(t, plan.texts, change.detail, None, change.withheld or None,
+                                               request_id))
+            out = [json_form.dumps(e["msg"]).encode() if "msg" in e else e["data"].encode()
+                   for e in change.events]
+            if hold := edits.hold(plan):
+                self.record(lambda t: records.edit(t, plan.texts, hold.detail, request_id=request_id))
+                timer = threading.Timer(hold.seconds, self._send_all, (dst, out))
+                timer.daemon = True
+                timer.start()
+                self._timers.append(timer)
+            else:
+                self._send_all(dst, out)
+        if passing is not None:
+            self.record(lambda t: _line(t, direction, passing, partial=True))
+        elif held and (pending := b"".join(held)):
             self._send(dst, pending, functools.partial(records.stdio_line, partial=True), b"")
         self.record(lambda t: records.stdio_eof(t, direction))
 
@@ -190,22 +223,42 @@ class StdioRecorder:
             _write_all(dst, line + end)
 
     def _pump_stderr(self, src: int) -> None:
-        pending = b""
+        line = Bounded(self.limit)
+
+        def stderr(t: float) -> records.Record:
+            return records.stdio_stderr(t, b"", line.fields()) if line.cut else records.stdio_stderr(t, line.whole())
+
         while chunk := _read(src):
-            pending += chunk
-            if b"\n" in chunk:
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    self.record(lambda t, line=line: records.stdio_stderr(t, line))
+            for part, ended in _lines(chunk):
+                line.add(part)
+                if ended:
+                    self.record(stderr)
+                    line.clear()
             _write_all(2, chunk)
-        if pending:
-            self.record(lambda t: records.stdio_stderr(t, pending))
+        if line.size:
+            self.record(stderr)
 
 
 class StartError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _lines(chunk: bytes):
+    """(part, whether a newline ended it) for each line a chunk holds or goes on."""
+    start = 0
+    while (end := chunk.find(b"\n", start)) >= 0:
+        yield chunk[start:end], True
+        start = end + 1
+    if start < len(chunk):
+        yield chunk[start:], False
+
+
+def _line(t: float, direction: str, line: Bounded, partial: bool = False) -> records.Record:
+    if line.cut:
+        return records.stdio_line(t, direction, b"", partial, line.fields())
+    return records.stdio_line(t, direction, line.whole(), partial)
 
 
 def _injected_line(t: float, direction: str, line: bytes) -> records.Record:

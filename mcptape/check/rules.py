@@ -341,10 +341,11 @@ class Sessions(Observer):
             how = (f"the client deleted it (record {dead.seq})" if dead.kind == DELETED else
                    f"{'an edit' if dead.kind == EXPIRED else 'the server'} declared it dead ({dead.status} at record "
                    f"{dead.seq})")
+            span = last[1] - first[1]
+            over = "" if len(uses) == 1 else f", within {span * 1000:.0f} ms" if span < 1 else f", over {span:.1f} s"
             yield Finding("dead-session-reuse", "error", session.tape, session.label, records.C2S, None, None,
-                          f"{len(uses)} request(s) still carried session {session.label} after {how}, over "
-                          f"{last[1] - first[1]:.1f}s",
-                          spec.REINITIALIZE if dead.status == 404 else spec.SESSION_404, first[0], first[1],
+                          f"{len(uses)} request(s) still carried session {session.label} after {how}{over}",
+                          spec.REINITIALIZE if dead.status == 404 else spec.REUSED_AFTER_REFUSAL, first[0], first[1],
                           dead.injected, transition=dead.to_json())
             if dead.status == 404 and session.superseded is None:
                 yield Finding("no-reinitialize", "error", session.tape, session.label, records.C2S, None, None,

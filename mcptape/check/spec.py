@@ -12,6 +12,12 @@ SESSION_404 = ('2025-11-25 Transports › Streamable HTTP › Session Management
 REINITIALIZE = ('2025-11-25 Transports › Streamable HTTP › Session Management: "When a client receives HTTP 404 in '
                 'response to a request containing an MCP-Session-Id, it MUST start a new session by sending a new '
                 'InitializeRequest without a session ID attached"')
+# What dead-session-reuse rests on when the session died by anything but a 404: the spec's one rule for the client
+# is about 404, and it says nothing of a 401 or 400 refusal or of a session the client deleted itself.
+REUSED_AFTER_REFUSAL = ('2025-11-25 Transports › Streamable HTTP › Session Management: "When a client receives HTTP '
+                        '404 in response to a request containing an MCP-Session-Id, it MUST start a new session"; for '
+                        'a session refused otherwise (401, 400) or deleted by the client the spec says nothing more, '
+                        'and an id the server no longer knows can only be refused again')
 RESPONSE = ('2025-11-25 Basic › Messages › Responses: "Responses are sent in reply to requests"; Transports › '
             'Streamable HTTP: "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request '
             'sent in the POST body"')

@@ -9,6 +9,7 @@ import argparse
 import itertools
 import uuid
 import json
+import logging
 import warnings
 
 import anyio
@@ -23,6 +24,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 warnings.filterwarnings("ignore", message="The logging capability is deprecated")
 
 server = MCPServer("mcptape-demo")
+# The SDK logs each session at INFO on this terminal; the demo's reader wants the conversation, not its plumbing.
+logging.getLogger("mcp").setLevel(logging.WARNING)
 
 
 @server.tool()
@@ -167,7 +170,21 @@ def main() -> None:
     if a.handshake_only:
         app = handshake_only(app)
     tls = {"ssl_certfile": a.tls[0], "ssl_keyfile": a.tls[1]} if a.tls else {}
-    uvicorn.run(app, host="127.0.0.1", port=a.port, log_level="warning", **tls)
+    url = f"{'https' if a.tls else 'http'}://127.0.0.1:{a.port}{'/sse' if a.sse else '/mcp'}"
+    Announcing(uvicorn.Config(app, host="127.0.0.1", port=a.port, log_level="warning", **tls), url).run()
+
+
+class Announcing(uvicorn.Server):
+    """uvicorn's server, saying where to connect once it listens (so a reader knows the URL and a script when)."""
+
+    def __init__(self, config: uvicorn.Config, url: str) -> None:
+        super().__init__(config)
+        self.url = url
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"mcptape demo server: {self.url} (Ctrl-C stops)", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ One language (language.py), decided without I/O (decide.py), turned into what to
 I/O.
 """
 
-from .decide import SESSION_NOT_FOUND, Editor, Plan, describe, dry_run
+from .decide import SESSION_NOT_FOUND, Editor, Plan, describe, dry_run, reach
 from .effects import (RESET_ENDED, WITHHELD_ENDED, Announce, Effect, Exit, Hold, Reply, Reset, Rewrite, Withhold,
                       announce, delivers, edit_body, hold, instead, not_on_compressed_stream, on_channel, withhold)
 from .events import ChannelEditor, EditedEvents, StreamEditor, edit_events, final_response, malform
@@ -13,6 +13,6 @@ from .language import ACTIONS, Edit, EditError, Selector, check_transport, parse
 
 __all__ = ["ACTIONS", "RESET_ENDED", "SESSION_NOT_FOUND", "WITHHELD_ENDED", "Announce", "ChannelEditor", "Edit",
            "EditError", "EditedEvents", "Editor", "Effect", "Exit", "Hold", "Plan", "Reply", "Reset", "Rewrite",
-           "Selector", "StreamEditor", "Withhold", "announce", "check_transport", "delivers", "describe", "dry_run", "edit_body",
-           "edit_events", "final_response", "hold", "instead", "malform", "not_on_compressed_stream", "on_channel",
-           "parse", "parse_file", "withhold"]
+           "Selector", "StreamEditor", "Withhold", "announce", "check_transport", "delivers", "describe", "dry_run",
+           "edit_body", "edit_events", "final_response", "hold", "instead", "malform", "not_on_compressed_stream", "on_channel",
+           "parse", "parse_file", "reach", "withhold"]

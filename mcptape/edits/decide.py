@@ -4,6 +4,7 @@ client sent its messages; the sessions an edit killed stay dead until the client
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -11,7 +12,7 @@ from typing import Any
 
 from ..tape import json_form, records
 from ..wire import jsonrpc
-from .language import Edit, Selector
+from .language import ALWAYS_SELECTABLE, MCP_METHODS, Edit, EditError, Selector
 
 SESSION_NOT_FOUND = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
 
@@ -242,6 +243,40 @@ def _modern_only(o: dict, plan: Plan, msg: Any) -> None:
 
 
 MODERN_MESSAGES = {-32020: "Header mismatch: required header Mcp-Method is missing", -32601: "Method not found"}
+
+
+def reach(edits: list[Edit], sent: Iterable[tuple[float, Any, str | None, str | None]]) -> list[str]:
+    """The edits checked against what a tape's client sent, (t, message, HTTP method, session) in order, before
+    anything runs. A selector naming a method no MCP revision has, and the tape never carried, is refused (EditError,
+    naming the closest method). A position past what the tape recorded is a warning, returned: a replay serves the
+    last answer again to a client that sends more, so the edit can still fire."""
+    counted, ids = Editor([]), set()
+    for t, msg, http_method, session in sent:
+        counted.plan(t, msg, http_method, session)  # counted as the selectors count
+        if jsonrpc.kind(msg) == "request":
+            ids.add(str(msg.get("id")))
+    warnings = []
+    for edit in edits:
+        at, recorded = edit.at, None
+        if at.kind == "method" and at.value[0] not in ALWAYS_SELECTABLE:
+            method, wanted = at.value
+            if method not in MCP_METHODS and method not in counted.methods:
+                closest = difflib.get_close_matches(method, sorted(MCP_METHODS | set(counted.methods)), 1, 0.6)
+                raise EditError(f"edit {edit.text!r}: no MCP revision has the method {method!r}, in at={at}: "
+                                + (f"did you mean {closest[0]}?" if closest else "name an MCP method or one the "
+                                   f"tape carries ({', '.join(sorted(counted.methods)) or 'none'})"))
+            if counted.methods.get(method, 0) < wanted:
+                recorded = f"{counted.methods.get(method, 0)} {method} message(s)"
+        elif at.kind == "post" and counted.posts < at.value:
+            recorded = f"{counted.posts} POST(s)"
+        elif at.kind == "session" and len(counted.sessions) < at.value:
+            recorded = f"{len(counted.sessions)} session(s)"
+        elif at.kind == "id" and at.value not in ids:
+            recorded = f"no request with id {at.value}"
+        if recorded is not None:
+            warnings.append(f"edit {edit.text!r}: at={at} is past what the tape recorded ({recorded}); it fires "
+                            "only if the client sends more than the tape holds")
+    return warnings
 
 
 def _http_error(code: int) -> dict:

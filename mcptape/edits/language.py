@@ -40,6 +40,23 @@ REFUSE_ANSWERS = ("none", "exit")  # refuse-discover answer=: no answer at all; 
 MALFORMED_KINDS = ("truncate", "not-json", "wrong-id")
 SELECTORS = "post:N, METHOD#N, id:X, after:DURATION, session:N"
 
+# Every method some MCP revision defines: the union of the `method` constants in the schema.json of 2024-11-05,
+# 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28. A selector naming another method that the tape never
+# carried either cannot fire: a typo (`tools/cal`), refused before the run with the closest of these.
+MCP_METHODS = frozenset({
+    "completion/complete", "elicitation/create", "initialize", "logging/setLevel", "notifications/cancelled",
+    "notifications/elicitation/complete", "notifications/initialized", "notifications/message",
+    "notifications/progress", "notifications/prompts/list_changed", "notifications/resources/list_changed",
+    "notifications/resources/updated", "notifications/roots/list_changed", "notifications/subscriptions/acknowledged",
+    "notifications/tasks/status", "notifications/tools/list_changed", "ping", "prompts/get", "prompts/list",
+    "resources/list", "resources/read", "resources/subscribe", "resources/templates/list", "resources/unsubscribe",
+    "roots/list", "sampling/createMessage", "server/discover", "subscriptions/listen", "tasks/cancel", "tasks/get",
+    "tasks/list", "tasks/result", "tools/call", "tools/list",
+})
+# A client may send these though the tape holds none: a replay opens a session for any initialize, and an "auto"
+# client probes with server/discover before it falls back. Never warned about.
+ALWAYS_SELECTABLE = ("initialize", "server/discover")
+
 STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate", "refuse-discover", "modern-only")
 # Live traffic: what mitmproxy can do faithfully. A stream cut by the proxy would leave the real server's stream
 # running behind the cut, so a resume would meet a server that never lost the client: refused, not approximated.

@@ -59,7 +59,9 @@ Actions                                     what the client gets instead
 Where each action works
   stdio (replay and live): {", ".join(STDIO_ACTIONS)}.
   HTTP: all of them; live, all but {", ".join(LIVE_REFUSED_WHY)}. A wrong edit, or one that cannot run where it is given, is refused
-  with one line naming the bad part (exit 2). Edits that never fired are reported at the end.
+  with one line naming the bad part (exit 2). On a tape (replay, edits, gauntlet, the pytest marker), a method no MCP
+  revision has and the tape never carried (tools/cal) is refused naming the closest, and a position past what the
+  tape recorded is a warning at the start. Edits that never fired are reported at the end.
 
 Examples
   mcptape replay run.mcptape --edit 'expire-session at=tools/call#2' --log client.mcptape

@@ -81,9 +81,12 @@ class Gauntlet:
         if not every and not at:
             raise ValueError(f"{tape}: no request after the handshake to inject a fault at (give --at)")
         wanted = list(dict.fromkeys(at or every))  # a position named twice is one run
-        from ..replay.serve import Replayer
+        from ..edits import reach
+        from ..replay.serve import Replayer, sent
 
         replayer = Replayer(self.recording)
+        # a position no MCP method can reach is refused up front (edits.reach); one past the tape is a warning
+        self.warnings = reach([parse(f"drop at={s}") for s in at or ()], sent(self.recording))
         self.why_not = {f.name: not_applicable(f, session_era=replayer.session_era, legacy=replayer.legacy,
                                                stdio=self.stdio) for f in self.faults}
         applicable = sum(1 for why in self.why_not.values() if why is None) or 1

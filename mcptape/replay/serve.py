@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..edits import Editor, check_transport
+from ..edits import Editor, check_transport, reach
 from ..model import HANDSHAKE_VERSIONS, LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
@@ -49,6 +49,11 @@ class Outcome:
     session: LiveSession | None = None
 
 
+def sent(recording: Recording):
+    """What the tape's client sent, in order, as edits.reach reads it."""
+    return ((a.t, a.request, a.http_method or None, a.session) for a in recording.answers)
+
+
 class Replayer:
     def __init__(self, recording: Recording, ignore: list[str] = (), editor: Editor | None = None) -> None:
         self.recording = recording
@@ -61,6 +66,8 @@ class Replayer:
         self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
         if editor is not None:
             check_transport(editor.edits, legacy=self.legacy)  # what this tape has no room for, refused up front
+        # an edit that cannot fire on this tape is refused, one past its end warned about: before the first client
+        self.warnings = reach(editor.edits, sent(recording)) if editor is not None else []
         # an initialize-based conversation gets Streamable HTTP sessions, whatever transport recorded it: a stdio
         # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
         self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)

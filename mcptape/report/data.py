@@ -32,6 +32,8 @@ class _Watch(Observer):
         self.statuses: Counter = Counter()
         self.ends: Counter = Counter()
         self.exits: list[dict] = []
+        self.exchanges: list[dict] = []  # refused or DELETE HTTP exchanges that carried no JSON-RPC call
+        self._refused_at: dict[int, int] = {}  # an exchange refused by its status -> that response's record
         self.peers: dict[str, str] = {}
         self.sessions: list[Session] = []
         self.now = 0.0  # the time of the record being read: a call settled now was answered now
@@ -53,6 +55,7 @@ class _Watch(Observer):
         record = seen.record
         if kind == records.HTTP_RESPONSE:
             self.statuses[str(record.get("status"))] += 1
+            self._exchange(seen, record)
         elif kind == records.END:
             self.ends[str(record.get("reason"))] += 1
         elif kind == records.EDIT:
@@ -62,6 +65,20 @@ class _Watch(Observer):
             self.exits.append({"tape": seen.tape, "record": seen.seq, "code": record.get("code"),
                                "signal": record.get("signal"), "error": record.get("error")})
         return None
+
+    def _exchange(self, seen: Seen, response: dict) -> None:
+        """A GET or DELETE (no call of its own) that was refused or ended a session: a session's life and the
+        findings rest on it, so the diagram draws it."""
+        ex, status = seen.exchange, response.get("status")
+        if ex is None or not isinstance(status, int):
+            return
+        if isinstance(ex.msg, (dict, list)):
+            if status >= 400 and jsonrpc.kind(ex.msg) == "request":  # a call refused by status: its answer is
+                self._refused_at[ex.number] = seen.seq  # this record (taken when the call settles)
+            return
+        if status >= 400 or ex.method == "DELETE":
+            self.exchanges.append({"tape": seen.tape, "record": ex.seq, "response_record": seen.seq,
+                                   "method": ex.method, "status": status, "injected": bool(response.get("injected"))})
 
     def _end_tape(self) -> None:
         if self._tape is not None:
@@ -86,11 +103,13 @@ class _Watch(Observer):
             outcome = f"HTTP {call.rejected_status}"
         elif call.cancel is not None:
             outcome = "cancelled"
+        refused_at = self._refused_at.pop(call.exchange.number, None) if call.exchange is not None else None
         self._peers(call, response)
         t = _seconds(call.t, self.now)
         self.calls.append({
             "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
-            "name": _name(call.request), "record": call.seq, "t": t, "response_record": call.response_seq,
+            "name": _name(call.request), "record": call.seq, "t": t,
+            "response_record": call.response_seq if call.response_seq is not None else refused_at,
             "duration_ms": round((self.now - t) * 1000, 3) if call.answered else None,
             "outcome": outcome, "error": error, "status": status, "progress": len(call.progress),
             "injected": call.injected or (call.exchange is not None and call.exchange.injected),
@@ -174,7 +193,8 @@ def build(paths: list[str], names: list[str] | None = None) -> dict:
     start = min((t["start"] for t in watch.tapes.values()), default=None)
     if names is not None:  # a bundle's tapes are read from a work folder, and called by their names in the bundle
         called = dict(zip(paths, names))
-        for item in (*watch.tapes.values(), *sessions, *watch.calls, *watch.edits, *watch.exits, *findings):
+        for item in (*watch.tapes.values(), *sessions, *watch.calls, *watch.edits, *watch.exits, *watch.exchanges,
+                     *findings):
             key = "path" if "path" in item else "tape"
             item[key] = called.get(item[key], item[key])
         paths = names
@@ -183,7 +203,7 @@ def build(paths: list[str], names: list[str] | None = None) -> dict:
         "tapes": [watch.tapes.get(p, {"path": p, "records": 0, "start": None, "end": None}) for p in paths],
         "peers": watch.peers, "sessions": sessions, "calls": watch.calls, "methods": _methods(watch.calls),
         "statuses": dict(sorted(watch.statuses.items())), "ends": dict(sorted(watch.ends.items())),
-        "exits": watch.exits, "edits": watch.edits, "findings": findings,
+        "exits": watch.exits, "edits": watch.edits, "exchanges": watch.exchanges, "findings": findings,
         "summary": {"tapes": len(paths), **_counts(findings), "sessions": len(sessions),
                     "calls": len(watch.calls), "edits": len(watch.edits),
                     "failed_calls": sum(c["outcome"] != "result" for c in watch.calls)},

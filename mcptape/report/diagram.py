@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from html import escape
 
 from ..tape import records
+from . import story
 
 CLIENT, MCPTAPE, SERVER = "client", "mcptape", "server"
 ALL_CALLS_UNDER = 30  # a conversation with fewer calls is drawn whole
@@ -25,6 +26,7 @@ class Step:
     frm: str = CLIENT  # an arrow's ends; a note spans frm..to
     to: str = SERVER
     style: str = ""  # arrow: request | answer | error | injected; note: session | edit | finding | summary
+    at: str = ""  # an arrow's record, TAPE#SEQ: the SVG carries it, so a reader (or a test) finds what is drawn
 
 
 def _short(text: str, width: int = LABEL_CHARS) -> str:
@@ -43,20 +45,23 @@ def _call_steps(call: dict) -> tuple[list[Step], list[Step]]:
     frm, to = (CLIENT, SERVER) if call["dir"] == records.C2S else (SERVER, CLIENT)
     ident = "" if call["id"] is None else f" #{call['id']}"
     name = f" {call['name']}" if call.get("name") else ""
-    asked = [Step("arrow", _short(f"{call['method']}{ident}{name}"), frm, to, "request")]
     took = f" ({call['duration_ms']:.0f} ms)" if call["duration_ms"] is not None else ""
     answerer = MCPTAPE if call["injected"] and call["dir"] == records.C2S else to
+    # mcptape answered it: the request is drawn reaching mcptape, not the server
+    asked = [Step("arrow", _short(f"{call['method']}{ident}{name}"), frm, answerer, "request",
+                  f"{call['tape']}#{call['record']}")]
+    back = f"{call['tape']}#{call['response_record']}" if call["response_record"] is not None else ""
     style = "injected" if answerer == MCPTAPE else "error"
     outcome = call["outcome"]
     if outcome == "result":
         return asked, [Step("arrow", f"result{ident}{took}", answerer, frm,
-                            "injected" if answerer == MCPTAPE else "answer")]
+                            "injected" if answerer == MCPTAPE else "answer", back)]
     if outcome in ("error", "tool error"):
         err = call.get("error") or {}
         said = f" {err.get('code')} {err.get('message')}" if err else ""
-        return asked, [Step("arrow", _short(f"{outcome}{ident}{said}{took}"), answerer, frm, style)]
+        return asked, [Step("arrow", _short(f"{outcome}{ident}{said}{took}"), answerer, frm, style, back)]
     if outcome.startswith("HTTP"):
-        return asked, [Step("arrow", f"{outcome}{ident}", answerer, frm, style)]
+        return asked, [Step("arrow", f"{outcome}{ident}", answerer, frm, style, back)]
     return asked, [Step("note", f"{call['method']}{ident}: {outcome}", to, to, "finding")]  # no answer, cancelled
 
 
@@ -79,6 +84,14 @@ def steps(report: dict) -> list[Step]:
         events.append((at(call["tape"], call["record"], 1), asked))
         answered_at = call["response_record"] if call["response_record"] is not None else call["record"]
         events.append((at(call["tape"], answered_at, 1), answered))
+    for x in report.get("exchanges", ()):  # a refused GET, a DELETE: what a session's end rests on
+        answerer = MCPTAPE if x["injected"] else SERVER
+        style = "injected" if x["injected"] else "error" if x["status"] >= 400 else "answer"
+        events.append((at(x["tape"], x["record"], 1), [Step("arrow", x["method"], CLIENT, answerer, "request",
+                                                            f"{x['tape']}#{x['record']}")]))
+        events.append((at(x["tape"], x["response_record"], 1),
+                       [Step("arrow", f"HTTP {x['status']} ({x['method']})", answerer, CLIENT, style,
+                             f"{x['tape']}#{x['response_record']}")]))
     for s in report["sessions"]:
         for what in ("opened", "dead", "ended", "superseded"):
             step = s[what]
@@ -92,12 +105,11 @@ def steps(report: dict) -> list[Step]:
     for e in report["edits"]:
         text = f"edit {'; '.join(e['edits'])}: {e['detail']}"
         events.append((at(e["tape"], e["record"], 0), [Step("note", _short(text, 90), MCPTAPE, MCPTAPE, "edit")]))
-    for f in report["findings"]:
-        blames = f", blames the {f['blames']}" if f["blames"] != "none" else ""
-        injected = " (rests on an edit)" if f["injected"] else ""
-        text = f"{f['severity']}: {f['rule']}{blames}{injected}"
+    for group in story.stories(report):  # the findings about one event: one note
+        f = group[0]
+        injected = " (rests on an edit)" if any(g["injected"] for g in group) else ""
         events.append((at(f["tape"], f["record"] if f["record"] is not None else 1 << 62, 3),
-                       [Step("note", text, CLIENT, SERVER, "finding")]))
+                       [Step("note", story.title(group) + injected, CLIENT, SERVER, "finding")]))
     events.sort(key=lambda e: e[0])
     return _fold(events)
 
@@ -191,7 +203,8 @@ def mermaid(report: dict, drawn: list[Step] | None = None) -> str:
 
 # -- SVG ----------------------------------------------------------------------------------------------------------
 
-_COLUMN = 300
+_COLUMN = 340
+_GAP = 8  # an arrow label keeps this far from the lifelines on either side of it
 _ROW = 30
 _TOP = 56
 _CHAR = 7.2  # the width of one character of the 12px monospace labels
@@ -224,22 +237,30 @@ def svg(report: dict, drawn: list[Step] | None = None) -> str:
         if s.kind == "arrow":
             x1, x2 = x[s.frm], x[s.to]
             dash = ' stroke-dasharray="6 3"' if s.style != "request" else ""
+            at = f' data-at="{escape(s.at)}"' if s.at else ""
             out.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{colour}" stroke-width="1.6"{dash} '
-                       f'marker-end="url(#head-{s.style})"/>')
-            out.append(f'<text x="{(x1 + x2) / 2}" y="{y - 5}" text-anchor="middle" fill="{colour}" '
-                       f'class="{s.style}">{_fit(s.text, abs(x2 - x1) + 80)}</text>')
+                       f'marker-end="url(#head-{s.style})"{at}/>')
+            # the label sits between the sender's lifeline and the next one toward the receiver, on a box of its
+            # own: an arrow that crosses a lifeline (client to server, past mcptape) never writes over it
+            near = x1 + (_COLUMN if x2 > x1 else -_COLUMN)
+            centre, label = (x1 + near) / 2, _cut(s.text, _COLUMN - 2 * _GAP)
+            half = len(label) * _CHAR / 2 + 3
+            out.append(f'<rect x="{centre - half:.1f}" y="{y - 17}" width="{2 * half:.1f}" height="15" '
+                       f'fill="#ffffff" class="label-box"/>')
+            out.append(f'<text x="{centre}" y="{y - 5}" text-anchor="middle" fill="{colour}" '
+                       f'class="label {s.style}">{escape(label)}</text>')
         else:
             left, right = sorted((x[s.frm], x[s.to]))
             centre = (left + right) / 2
             half = max(130, min(len(s.text) * _CHAR / 2 + 12, centre - 8, width - centre - 8))
             out.append(f'<rect x="{centre - half}" y="{y - 15}" width="{2 * half}" height="22" rx="3" '
                        f'fill="{colour}" stroke="#c5ccd3" class="note {s.style}"/>')
-            out.append(f'<text x="{centre}" y="{y}" text-anchor="middle">{_fit(s.text, 2 * half)}</text>')
+            out.append(f'<text x="{centre}" y="{y}" text-anchor="middle">{escape(_cut(s.text, 2 * half))}</text>')
     out.append("</svg>")
     return "\n".join(out)
 
 
-def _fit(text: str, room: float) -> str:
-    """The text cut to the room it has, then escaped for the page."""
+def _cut(text: str, room: float) -> str:
+    """The text cut to the room it has (the whole of it stays in the tables and the JSON)."""
     chars = int(room / _CHAR)
-    return escape(text if len(text) <= chars else text[: max(chars - 1, 1)] + "…")
+    return text if len(text) <= chars else text[: max(chars - 1, 1)] + "…"

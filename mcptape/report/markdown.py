@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html import escape
 
 from .. import __version__
-from . import diagram
+from . import diagram, story
 from .tables import Table, clock, overview, tables
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
@@ -39,7 +40,7 @@ def table(t: Table) -> Iterator[str]:
 
 
 def render(report: dict) -> str:
-    lines = ["# mcptape report", ""]
+    lines = ["# mcptape report", "", f"**{text(story.headline(report))}**", ""]
     for name, value in overview(report):
         lines.append(f"- **{name}**: {text(value)}")
     lines += ["", "## Sequence", "", fenced(diagram.mermaid(report).rstrip(), "mermaid"), ""]
@@ -52,28 +53,28 @@ def render(report: dict) -> str:
 
 
 def findings(report: dict) -> Iterator[str]:
+    """One section per story (story.py): the findings about one event together, their evidence shown once."""
     yield f"## Findings ({len(report['findings'])})"
     yield ""
     if not report["findings"]:
         yield "No findings: every rule held."
         yield ""
-    for n, f in enumerate(report["findings"], 1):
-        blames = f"blames the **{f['blames']}**" if f["blames"] != "none" else "blames nobody"
-        yield f"### {n}. {f['severity']}: `{f['rule']}`"
+    for n, group in enumerate(story.stories(report), 1):
+        yield f"### {n}. {text(story.title(group))}"
         yield ""
-        yield text(f["message"])
+        for f in group:
+            call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
+                                              if f["request_id"] is not None else None) if x)
+            where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
+            yield f"- **`{f['rule']}`** ({story.verdict(f)}): {text(f['message'])}"
+            yield f"  - where: {text(where)} at {text(clock(report, f['t']))}" + (f", {text(call)}" if call else "")
+            if f["session"]:
+                yield f"  - session: {text(f['session'])}"
+            yield f"  - spec: {text(f['spec'])}"
         yield ""
-        where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
-        call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
-                                          if f["request_id"] is not None else None) if x)
-        yield (f"- {blames}{'; rests on what mcptape injected (an edit)' if f['injected'] else ''}")
-        yield f"- where: {text(where)} at {text(clock(report, f['t']))}" + (f", {text(call)}" if call else "")
-        if f["session"]:
-            yield f"- session: {text(f['session'])}"
-        yield f"- spec: {text(f['spec'])}"
-        yield ""
-        for e in f["excerpts"]:
-            yield f"<details><summary>record {e['record']}: {text(e['what'])}</summary>"
+        for e in story.evidence(group):
+            # raw HTML: GitHub renders no Markdown inside <summary>, so it is escaped as HTML, not as Markdown
+            yield f"<details><summary>record {e['record']}: {escape(' '.join(e['what'].split()))}</summary>"
             yield ""
             yield fenced(e["body"], "json" if e["body"][:1] in "{[" else "")
             yield ""

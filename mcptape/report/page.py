@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from .. import __version__
-from . import diagram
+from . import diagram, story
 from .tables import Table, clock, overview, tables
 
 _STYLE = """
@@ -32,7 +32,8 @@ def render(report: dict) -> str:
            f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f'<title>mcptape report: {escape(", ".join(t["path"] for t in report["tapes"]))}</title>',
-           f'<style>{_STYLE}</style></head><body>', '<h1>mcptape report</h1>', '<dl>']
+           f'<style>{_STYLE}</style></head><body>', '<h1>mcptape report</h1>',
+           f'<p class="headline"><b>{escape(story.headline(report))}</b></p>', '<dl>']
     for name, value in overview(report):
         out.append(f'<dt>{escape(name)}</dt><dd>{escape(value)}</dd>')
     out += ['</dl>', '<h2>Sequence</h2>', f'<div class="diagram">{diagram.svg(report)}</div>']
@@ -56,23 +57,23 @@ def _table(t: Table) -> list[str]:
 
 
 def _findings(report: dict) -> list[str]:
+    """One section per story (story.py): the findings about one event together, their evidence shown once."""
     out = [f'<h2>Findings ({len(report["findings"])})</h2>']
     if not report["findings"]:
         out.append('<p>No findings: every rule held.</p>')
-    for n, f in enumerate(report["findings"], 1):
-        blames = f'blames the <b>{escape(f["blames"])}</b>' if f["blames"] != "none" else "blames nobody"
-        injected = "; rests on what mcptape injected (an edit)" if f["injected"] else ""
-        where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
-        call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
-                                          if f["request_id"] is not None else None) if x)
-        out += [f'<h3 class="{escape(f["severity"])}">{n}. {escape(f["severity"])}: <code>{escape(f["rule"])}</code></h3>',
-                f'<p>{escape(f["message"])}</p>', '<ul>', f'<li>{blames}{injected}</li>',
-                f'<li>where: {escape(where)} at {escape(clock(report, f["t"]))}'
-                f'{", " + escape(call) if call else ""}</li>']
-        if f["session"]:
-            out.append(f'<li>session: {escape(f["session"])}</li>')
-        out += [f'<li>spec: {escape(f["spec"])}</li>', '</ul>']
-        for e in f["excerpts"]:
+    for n, group in enumerate(story.stories(report), 1):
+        out += [f'<h3 class="{escape(story.worst(group)["severity"])}">{n}. {escape(story.title(group))}</h3>', '<ul>']
+        for f in group:
+            where = f"record {f['record']} of {f['tape']}" if f["record"] is not None else f["tape"]
+            call = " ".join(str(x) for x in (f["dir"], f["method"], f"#{f['request_id']}"
+                                              if f["request_id"] is not None else None) if x)
+            session = f'<li>session: {escape(f["session"])}</li>' if f["session"] else ""
+            out.append(f'<li><code>{escape(f["rule"])}</code> ({escape(story.verdict(f))}): '
+                       f'{escape(f["message"])}<ul><li>where: {escape(where)} at {escape(clock(report, f["t"]))}'
+                       f'{", " + escape(call) if call else ""}</li>{session}<li>spec: {escape(f["spec"])}</li>'
+                       f'</ul></li>')
+        out.append('</ul>')
+        for e in story.evidence(group):
             out.append(f'<details><summary>record {e["record"]}: {escape(e["what"])}</summary>'
                        f'<pre>{escape(e["body"])}</pre></details>')
     return out

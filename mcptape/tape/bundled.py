@@ -9,18 +9,28 @@ past its declared size, so a bomb that lies about its size stops there)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import zipfile
 import zlib
 from typing import BinaryIO
 
-from .file import ZIP_MAGIC
+from .file import ZIP_MAGIC, TapeError, number
 
 TAPES = "tapes/"
 MAX_MEMBERS = 10_000  # entries in the archive's directory
 MAX_TAPE = 4 << 30  # the largest tape a bundle may declare, uncompressed
 MAX_RATIO = 1000  # declared size / compressed size: more than this is a bomb, not a tape
+# A large tape that compresses past this was made to: recorded traffic compresses 2-20:1, while a record of a
+# million empty arrays compresses 200:1 and costs seconds per megabyte to read. MCPTAPE_MAX_RATIO raises it.
+LARGE = 16 << 20
+MAX_LARGE_RATIO_ENV = "MCPTAPE_MAX_RATIO"
+DEFAULT_MAX_LARGE_RATIO = 100
+# All its tapes together, as declared: a command that reads a whole bundle reads them one at a time, so this bounds
+# its time, not its memory. MCPTAPE_MAX_BUNDLE_MB raises it.
+MAX_BUNDLE_ENV = "MCPTAPE_MAX_BUNDLE_MB"
+DEFAULT_MAX_BUNDLE_MB = 4096
 DAMAGE = (zipfile.BadZipFile, EOFError, zlib.error)  # what reading a damaged member raises
 
 
@@ -57,6 +67,17 @@ def _plain(name: str) -> bool:
 
 
 def _archive(path: str) -> zipfile.ZipFile:
+    """The bundle's archive, its directory read once: a command reading a bundle of 10,000 tapes opens each tape in
+    turn, and reading the directory again for each would take time squared. It stays open for the members."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise BundleError(f"{path}: not a readable bundle ({e.strerror})") from None
+    return _opened(os.path.realpath(path), (st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4)
+def _opened(path: str, _stamp: tuple) -> zipfile.ZipFile:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
@@ -69,9 +90,23 @@ def _archive(path: str) -> zipfile.ZipFile:
 
 def tape_names(path: str) -> list[str]:
     """The tapes a bundle holds, in the order they were bundled."""
-    with _archive(path) as archive:
-        return [i.filename for i in archive.infolist()
-                if i.filename.startswith(TAPES) and i.filename.endswith(".mcptape") and _plain(i.filename)]
+    return [i.filename for i in _archive(path).infolist()
+            if i.filename.startswith(TAPES) and i.filename.endswith(".mcptape") and _plain(i.filename)]
+
+
+def _max_bundle() -> int:
+    return int(_number(MAX_BUNDLE_ENV, DEFAULT_MAX_BUNDLE_MB, "a number of megabytes") * (1 << 20))
+
+
+def _max_large_ratio() -> float:
+    return _number(MAX_LARGE_RATIO_ENV, DEFAULT_MAX_LARGE_RATIO, "a ratio")
+
+
+def _number(env: str, default: float, what: str) -> float:
+    try:
+        return number(env, default, what)
+    except TapeError as e:
+        raise BundleError(str(e)) from None
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -85,6 +120,10 @@ def expand(paths: list[str]) -> list[str]:
         names = tape_names(path)
         if not names:
             raise BundleError(f"{path}: a zip file with no tapes under {TAPES}")
+        total, limit = sum(_archive(path).getinfo(n).file_size for n in names), _max_bundle()
+        if total > limit:
+            raise BundleError(f"{path}: its {len(names)} tapes declare {total / (1 << 20):.1f} MB in all, over the "
+                              f"{limit / (1 << 20):.1f} MB limit (set {MAX_BUNDLE_ENV} to read it if it is real)")
         out += [posixpath.join(path, name) for name in names]
     return out
 
@@ -108,7 +147,6 @@ def open_tape(path: str) -> BinaryIO | None:
     try:
         info = archive.getinfo(member)
     except KeyError:
-        archive.close()
         raise BundleError(f"{bundle} holds no {member}; it holds: {', '.join(tape_names(bundle)) or 'no tapes'}")\
             from None
     problem = None
@@ -118,13 +156,13 @@ def open_tape(path: str) -> BinaryIO | None:
         problem = f"declares {info.file_size} bytes (more than {MAX_TAPE})"
     elif info.file_size > MAX_RATIO * max(info.compress_size, 1) and info.file_size > 1 << 20:
         problem = f"declares {info.file_size} bytes from {info.compress_size} compressed: a zip bomb, not a tape"
+    elif info.file_size > LARGE and info.file_size > (limit := _max_large_ratio()) * max(info.compress_size, 1):
+        problem = (f"declares {info.file_size / (1 << 20):.1f} MB from {info.compress_size / (1 << 20):.2f} MB "
+                   f"compressed, more than {limit:g}:1 for a tape over {LARGE >> 20} MB (set {MAX_LARGE_RATIO_ENV} "
+                   f"to read it if it is real)")
     if problem:
-        archive.close()
         raise BundleError(f"{bundle}: {member} {problem}")
     try:
-        member_file = archive.open(info)
+        return archive.open(info)  # type: ignore[return-value]
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError) as e:
-        archive.close()
         raise BundleError(f"{bundle}: cannot read {member} ({e})") from None
-    archive.close()  # the member keeps the archive's file open until it is closed itself
-    return member_file  # type: ignore[return-value]

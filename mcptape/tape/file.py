@@ -38,6 +38,12 @@ _FRAME = struct.Struct(">III")
 # stay far below this (a 10 MB tool result is a 10 MB record); MCPTAPE_MAX_RECORD_MB raises it for a tape that needs it.
 MAX_RECORD_ENV = "MCPTAPE_MAX_RECORD_MB"
 DEFAULT_MAX_RECORD_MB = 64
+# Bytes do not bound memory: an empty array is one byte on disk and 64 in memory, so a 50 MB record of 48 million of
+# them took 3.5 GB to decode. Containers and their elements are counted too (a string or a number is one element).
+# A record can hold no more items than it has bytes, so only a record longer than the limit is counted: the
+# common path costs nothing. 1 million items decode to at most ~100 MB; real messages hold far fewer.
+MAX_ITEMS_ENV = "MCPTAPE_MAX_ITEMS"
+DEFAULT_MAX_ITEMS = 1_000_000
 _EXT_BIGINT = 1
 _EXT_NUMBER = 2
 
@@ -66,12 +72,49 @@ def _ext_hook(code: int, data: bytes) -> Any:
 
 def max_record() -> int:
     """The largest record a reader accepts, in bytes."""
-    value = os.environ.get(MAX_RECORD_ENV, "")
+    return int(number(MAX_RECORD_ENV, DEFAULT_MAX_RECORD_MB, "a number of megabytes") * (1 << 20))
+
+
+def max_items() -> int:
+    """The most containers and elements a reader decodes in one record."""
+    return int(number(MAX_ITEMS_ENV, DEFAULT_MAX_ITEMS, "a count of items"))
+
+
+def number(env: str, default: float, what: str) -> float:
+    """A limit from the environment (a non-negative number), or its default; TapeError naming it otherwise."""
+    value = os.environ.get(env, "")
     try:
-        megabytes = float(value) if value else DEFAULT_MAX_RECORD_MB
+        number = float(value) if value else default
     except ValueError:
-        raise TapeError(f"{MAX_RECORD_ENV}={value!r} is not a number of megabytes") from None
-    return int(megabytes * (1 << 20))
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise TapeError(f"{env}={value!r} is not {what}")
+    return number
+
+
+class TooMany(ValueError):
+    """A record holds more items than the limit."""
+
+
+def decode_counted(payload: bytes, limit: int) -> Any:
+    """A record longer than `limit` bytes decoded with its items counted; raises TooMany past `limit`. msgpack
+    allocates an array's slots from its header, so one length is refused before anything is allocated."""
+    count = 0
+
+    def counted(container):
+        nonlocal count
+        count += len(container) + 1
+        if count > limit:
+            raise TooMany(f"more than {limit:,} items")
+        return container
+
+    try:
+        return msgpack.unpackb(payload, ext_hook=_ext_hook, raw=False, strict_map_key=False, list_hook=counted,
+                               object_hook=counted, max_array_len=limit, max_map_len=limit)
+    except ValueError as e:
+        if isinstance(e, TooMany) or "exceeds max_" in str(e):  # msgpack's own words for a length over the limit
+            raise TooMany(f"more than {limit:,} items") from None
+        raise
 
 
 def pack(value: Any) -> bytes:
@@ -99,6 +142,11 @@ class Tape:
     end_offset: int = 0  # byte offset after the last complete record
 
 
+# The tapes this process has opened, in order: when a command fails on a record of the wrong shape, the tapes it
+# read are looked through for the record to name (records.first_problem).
+OPENED: dict[str, None] = {}
+
+
 class Reader:
     """Iterate a tape's records without holding them all; `header`, `truncated` and `end_offset` are set as read."""
 
@@ -106,6 +154,7 @@ class Reader:
         """follow: read a tape while another process writes it. Where the tape ends, wait for more as long as a
         writer holds it (Writer's lock); end once none does and what it wrote last has been read."""
         self.path = os.fspath(path)
+        OPENED[self.path] = None
         self._damage: tuple[type[Exception], ...] = ()  # what reading a tape inside a bundle raises on damage
         self._follow, self._poll, self._last_look = follow, poll, False
         while follow and not os.path.exists(self.path) and not _inside_a_file(self.path):
@@ -127,12 +176,16 @@ class Reader:
             self._file.close()
             if len(magic) < len(MAGIC) and MAGIC.startswith(magic) and magic:
                 raise TapeError(f"{self.path}: tape is truncated inside its first bytes; nothing was recorded")
+            if not magic:  # said as every command that reads files says it (import too)
+                raise TapeError(f"{self.path}: the file is empty: not an mcptape tape (record one, or import a "
+                                "capture)")
             raise TapeError(f"{self.path}: not an mcptape tape (no MCPTAPE signature at byte 0)")
         if magic[7] != FORMAT:
             self._file.close()
             raise TapeError(f"{self.path}: tape format {magic[7]} is not supported (this mcptape reads {FORMAT})")
         self.truncated: str | None = None
         self.max_record = max_record()
+        self.max_items = max_items()
         self.end_offset = len(MAGIC)
         self.count = 0
         self._frames = self._read_frames()
@@ -160,7 +213,7 @@ class Reader:
         # is its first record (taken by __init__); iterating the reader goes on from there.
         read, unpack, crc32, size = self._file.read, _FRAME.unpack, zlib.crc32, _FRAME.size
         unpackb, ext_hook = msgpack.unpackb, _ext_hook
-        offset, limit = self.end_offset, self.max_record
+        offset, limit, items = self.end_offset, self.max_record, self.max_items
         try:
             while True:
                 head = read(size)
@@ -189,7 +242,13 @@ class Reader:
                     raise TapeError(f"{self.path}: corrupt record at byte {offset} (checksum mismatch); "
                                     f"{self.count} records before it are intact")
                 try:
-                    record = unpackb(payload, ext_hook=ext_hook, raw=False, strict_map_key=False)  # decode_payload
+                    if length <= items:  # it cannot hold more items than bytes
+                        record = unpackb(payload, ext_hook=ext_hook, raw=False, strict_map_key=False)
+                    else:
+                        record = decode_counted(payload, items)
+                except TooMany as e:
+                    raise TapeError(f"{self.path}: record {self.count} at byte {offset} holds {e}, over the "
+                                    f"limit (set {MAX_ITEMS_ENV} to read it if it is real)") from None
                 except Exception as e:  # a valid CRC over undecodable bytes: written by something else
                     why = str(e) or ("nested too deeply" if isinstance(e, msgpack.StackError) else type(e).__name__)
                     raise TapeError(f"{self.path}: record at byte {offset} is not valid msgpack ({why})") from None
@@ -207,6 +266,10 @@ class Reader:
 
     def __iter__(self) -> Iterator[Record]:
         return self._frames
+
+    def close(self) -> None:
+        """Let go of the file before the records are read (a reader opened only to see that a tape reads)."""
+        self._frames.close()
 
     def _more(self) -> bool:
         """Following, at the end of what is written: wait while a writer holds the tape, then take one last look

@@ -58,6 +58,17 @@ def document(header: Record, items: Iterable, numbered: bool = False) -> Record:
     }
 
 
+def document_text(header: Record, items: Iterable, numbered: bool = False) -> Iterator[str]:
+    """`document` as JSON text (indent 1, exactly as dumps(document(...), indent=1) writes it), in pieces as the
+    records are read: a tape of a million records is written without holding them."""
+    head = dumps({"mcptape": FORMAT, "header": record_to_json(header, None)}, indent=1)
+    sep = head[:-2] + ',\n "records": ['  # the head without its closing brace, the records' array opened
+    for record, seq in items if numbered else zip(items, count()):
+        yield sep + "\n  " + dumps(record_to_json(record, seq), indent=1).replace("\n", "\n  ")
+        sep = ","  # a newline inside a JSON string is always escaped: every newline here is layout
+    yield (sep + "]\n}") if sep != "," else "\n ]\n}"
+
+
 def lines(header: Record, items: Iterable, numbered: bool = False) -> Iterator[str]:
     """JSON Lines: the header line, then one line per record (as for `document`)."""
     yield dumps({"mcptape": FORMAT, "header": record_to_json(header, None)})

@@ -1,5 +1,5 @@
 """The records a tape holds. Records are plain maps (what msgpack stores and JSON shows); this module is the one
-place that says which kinds exist and which fields each carries. The README's "Tape format" section mirrors it.
+place that says which kinds exist and which fields each carries. docs/tape-format.md mirrors it.
 
 Every record has `kind` and `t` (seconds since the epoch, as the byte passed the recorder). A record's `seq` is its
 position in the tape (0 = first record after the header); it is derived on reading, never stored.
@@ -44,7 +44,7 @@ END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHAB
 
 # The fields of each kind, defined once, as typed dicts (no run-time cost: records stay plain dicts). Readers may
 # rely on the fields without NotRequired; the recorder writes most of the others too, and `import` checks every
-# field present against its type (FIELDS, derived from these below). The README's format table mirrors them.
+# field present against its type (FIELDS, derived from these below). docs/tape-format.md's table mirrors them.
 class _Common(TypedDict):
     kind: str
     t: float
@@ -53,8 +53,10 @@ class _Common(TypedDict):
 
 class _Body(TypedDict, total=False):
     msg: Any  # the JSON body as sent: one JSON-RPC message or a batch
-    raw: bytes  # a body that is not JSON, as it came
+    raw: bytes  # a body that is not JSON, as it came; or the first bytes of one too large to keep (cut_body)
     problem: str  # what was wrong with it
+    size: int  # a body too large to keep: its size in bytes, and the SHA-256 of all of it
+    sha256: str
 
 
 class HeaderRecord(TypedDict):
@@ -124,6 +126,8 @@ class StdioStderr(_Common):
     text: NotRequired[str]
     raw: NotRequired[bytes]
     problem: NotRequired[str]
+    size: NotRequired[int]  # a line too long to keep whole (cut_body)
+    sha256: NotRequired[str]
 
 
 class StdioExit(_Common):
@@ -170,6 +174,7 @@ FIELDS: dict[str, tuple[frozenset, dict[str, tuple]]] = {
     for kind, shape in SHAPES.items()
 }
 DIRECTIONS = (C2S, S2C)
+LAST_TIME = 32_503_680_000.0  # 3000-01-01: past it a time is not a time a recorder wrote (and gmtime overflows)
 _PAIRS = ("query", "headers")
 
 
@@ -191,6 +196,9 @@ def problem(record: Any) -> str | None:
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
             names = " or ".join(_TYPE_NAMES.get(w, w.__name__) for w in wanted if w is not Decimal)
             return f"{kind} field {name} must be {names}, not {jsonrpc.type_name(value)} ({_short(value)})"
+    t = record.get("t")
+    if isinstance(t, float) and not 0 <= t <= LAST_TIME:  # NaN fails both comparisons
+        return f"{kind} field t must be a time (seconds since 1970, before the year 3000), not {_short(t)}"
     if "dir" in record and record["dir"] not in DIRECTIONS:
         return f"{kind} field dir must be c2s or s2c, not {_short(record['dir'])}"
     for name in _PAIRS:
@@ -198,6 +206,27 @@ def problem(record: Any) -> str | None:
         if not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p)
                    for p in pairs):
             return f"{kind} field {name} must be a list of [name, value] pairs of strings"
+    return None
+
+
+def first_problem(paths: list[str]) -> str | None:
+    """The first record of these tapes that does not fit its kind, as one line naming it; None when all fit.
+
+    Commands do not check every record as they read (that would cost the hot loop a tenth of its speed); they rely
+    on the fields' types, and when a stranger's tape breaks that trust (a TypeError where a string was promised),
+    the command asks this to say which record is wrong instead of reporting an internal error."""
+    from .file import Reader, TapeError
+
+    for path in paths:
+        try:
+            reader = Reader(path)
+            if (wrong := problem(reader.header)) is not None:
+                return f"{path}: its header does not fit the tape format: {wrong}"
+            for seq, record in enumerate(reader):
+                if (wrong := problem(record)) is not None:
+                    return f"{path}#{seq}: the record does not fit the tape format: {wrong}"
+        except TapeError:
+            continue
     return None
 
 
@@ -316,10 +345,33 @@ def end(t: float, exchange: int, reason: str, detail: str | None = None) -> End:
     return record
 
 
-def stdio_line(t: float, direction: str, line: bytes, partial: bool = False) -> StdioLine:
-    """A line without its newline. `partial`: the stream ended before the newline came."""
+CUT_KEEP = 64 << 10  # the first bytes kept of a body or line too large to keep whole
+_BOUNDARIES = b' \t\n",:;=&{}[]<>'
+
+
+def cut_body(first: bytes, size: int, sha256: str, limit: int) -> Record:
+    """The fields for a body or line of `size` bytes, more than a reader takes whole (`limit`): its size, its
+    SHA-256 and its first bytes. The first bytes end at a token boundary (a space, a quote, a comma…) so a secret
+    cut in half, which redaction could no longer recognise, is dropped rather than kept; the record goes through
+    the redactor like every other."""
+    first = first[:CUT_KEEP]
+    if len(first) < size:
+        first = first[:max(first.rfind(bytes([b])) for b in _BOUNDARIES) + 1]
+    return {"raw": first, "size": size, "sha256": sha256,
+            "problem": f"{size:,} bytes, more than the {_megabytes(limit)} a reader takes whole: kept its first "
+                       f"{len(first):,} bytes, its size and its SHA-256"}
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1 << 20):g} MB"
+
+
+def stdio_line(t: float, direction: str, line: bytes, partial: bool = False, cut: Record | None = None) -> StdioLine:
+    """A line without its newline. `partial`: the stream ended before the newline came. `cut`: the fields of a line
+    too long to keep whole (cut_body), instead of `line`."""
     record: Record = {"kind": STDIO_LINE, "t": t, "dir": direction}
-    record.update(body(line) if line.strip() else {"raw": line, "problem": "an empty line is not an MCP message"})
+    record.update(cut or (body(line) if line.strip() else
+                          {"raw": line, "problem": "an empty line is not an MCP message"}))
     if partial:
         record["partial"] = True
         record["problem"] = "; ".join(filter(None, [record.get("problem"), "the stream ended before this line's newline"]))
@@ -341,7 +393,9 @@ def edit(t: float, edits: list[str], detail: str, exchange: int | None = None, w
     return record
 
 
-def stdio_stderr(t: float, line: bytes) -> StdioStderr:
+def stdio_stderr(t: float, line: bytes, cut: Record | None = None) -> StdioStderr:
+    if cut is not None:
+        return {"kind": STDIO_STDERR, "t": t, **cut}  # type: ignore[typeddict-item]
     try:
         return {"kind": STDIO_STDERR, "t": t, "text": line.decode("utf-8")}
     except UnicodeDecodeError:

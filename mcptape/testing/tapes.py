@@ -352,6 +352,8 @@ class Tape:
                 recording = self._state.loaded[key] = load(self.path)  # frozen: every test of the run shares it
             editor = Editor(list(self.spec.edits)) if self.spec.edits else None
             self._replayer = Replayer(recording, list(self.spec.ignore), editor)
+            for warning in self._replayer.warnings:  # a position past the tape, said as the test starts
+                warnings.warn(f"mcptape: {_shown(self.path)}: {warning}", stacklevel=2)
         except (TapeError, ValueError, OSError) as e:
             pytest.fail(f"mcptape: {_shown(self.path)}: {e}", pytrace=False)
 

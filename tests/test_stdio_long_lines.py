@@ -1,0 +1,87 @@
+"""The stdio wrapper on lines longer than a reader takes whole: every byte reaches the client, at once and in time
+linear in the length; the wrapper never holds the line whole; the tape reads with default limits and says what it
+cut (size, SHA-256, the first bytes)."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mcptape.tape import records
+from mcptape.tape.file import read
+
+from .conftest import MCPTAPE
+from .hostile_inputs import resident_kb
+
+SERVER = str(Path(__file__).with_name("long_line_server.py"))
+HEAD = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"'
+
+
+def relay(tape: Path, size: int, ended: bool) -> tuple[str, int, float]:
+    """Run the server through the wrapper; the client's side hashes what it gets. Returns (sha256, bytes, peak MB of
+    the wrapper and its server, sampled from /proc)."""
+    proc = subprocess.Popen([MCPTAPE, "record", "-o", str(tape), "--", sys.executable, SERVER, str(size),
+                             "newline" if ended else "no-newline"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    digest, got = hashlib.sha256(), [0]
+
+    def client() -> None:
+        while chunk := proc.stdout.read(1 << 20):
+            digest.update(chunk)
+            got[0] += len(chunk)
+
+    reader = threading.Thread(target=client, daemon=True)
+    reader.start()
+    peak, deadline = 0, time.monotonic() + 60
+    while proc.poll() is None:
+        peak = max(peak, resident_kb(proc.pid))
+        assert time.monotonic() < deadline, "the wrapper hung"
+        time.sleep(0.01)
+    reader.join(30)
+    proc.stdin.close()
+    assert proc.returncode == 0, proc.stderr.read()
+    return digest.hexdigest(), got[0], peak / 1024
+
+
+def expected(size: int, ended: bool) -> tuple[str, int]:
+    digest = hashlib.sha256(HEAD)
+    piece = b"x" * 65536
+    for _ in range(size // len(piece)):
+        digest.update(piece)
+    tail = b"x" * (size % len(piece)) + b'"}]}}' + (b'\n{"jsonrpc":"2.0","id":2,"result":{}}\n' if ended else b"")
+    digest.update(tail)
+    return digest.hexdigest(), len(HEAD) + size - size % len(piece) + len(tail)
+
+
+def test_a_100_mb_line_without_newline_reaches_the_client_whole_and_the_tape_says_what_was_cut(tmp_path):
+    size = 100_000_000
+    got, length, peak = relay(tmp_path / "long.mcptape", size, ended=False)
+    assert (got, length) == expected(size, ended=False)
+    assert peak < 200, f"the wrapper and its server peaked at {peak:.0f} MB"
+    tape = read(tmp_path / "long.mcptape")  # default limits
+    cut = [r for r in tape.records if r["kind"] == records.STDIO_LINE]
+    assert len(cut) == 1 and cut[0]["partial"] is True
+    assert cut[0]["size"] == length and cut[0]["sha256"] == got  # the whole line was the whole output
+    assert len(cut[0]["raw"]) <= records.CUT_KEEP and cut[0]["raw"].startswith(HEAD)
+    assert "SHA-256" in cut[0]["problem"] and "the stream ended before this line's newline" in cut[0]["problem"]
+
+
+@pytest.mark.parametrize("limit_mb, cut", [("1", True), ("64", False)])
+def test_a_long_line_with_its_newline_is_cut_past_the_limit_and_the_next_line_is_whole(tmp_path, monkeypatch,
+                                                                                        limit_mb, cut):
+    monkeypatch.setenv("MCPTAPE_MAX_RECORD_MB", limit_mb)
+    size = 3_000_000
+    got, length, _ = relay(tmp_path / "t.mcptape", size, ended=True)
+    assert (got, length) == expected(size, ended=True)
+    lines = [r for r in read(tmp_path / "t.mcptape").records if r["kind"] == records.STDIO_LINE]
+    assert len(lines) == 2 and lines[1]["msg"] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    if cut:
+        assert lines[0]["size"] == len(HEAD) + size + 5 and "msg" not in lines[0] and "partial" not in lines[0]
+    else:
+        assert len(lines[0]["msg"]["result"]["content"][0]["text"]) == size
