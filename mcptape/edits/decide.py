@@ -191,35 +191,21 @@ class Editor:
                 for e in self.edits if self.applied(e) == 0]
 
 
-# what servers from before 2026-07-28 say with each JSON-RPC code when a probe reaches them
-REFUSAL_MESSAGES = {-32600: "Bad Request: Unsupported protocol version", -32601: "Method not found",
-                    -32602: "Invalid params", -32001: "Session not found"}
+# what servers say with each JSON-RPC code when a request of another era reaches them
+ERA_MESSAGES = {-32600: "Bad Request: Unsupported protocol version", -32601: "Method not found",
+                -32602: "Invalid params", -32001: "Session not found",
+                -32020: "Header mismatch: required header Mcp-Method is missing"}
 
 
 def _refuse_discover(o: dict, plan: Plan, msg: Any) -> None:
     """An older server's answer to the probe: an HTTP status with no body, with a body as given, or with a JSON-RPC
-    error (`code`); a JSON-RPC error alone (over JSON, or a stdio line); no answer; or (stdio) the server exits."""
+    error (`code`); a JSON-RPC error alone (over JSON, or a stdio line); no answer; or the server exits."""
     if o.get("answer") == "none":
         plan.drop = True
-        return
-    if o.get("answer") == "exit":
+    elif o.get("answer") == "exit":
         plan.exit = True
-        return
-    error = None
-    if "code" in o:
-        error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
-                 "error": {"code": o["code"], "message": o.get("message", REFUSAL_MESSAGES.get(o["code"], "Error"))}}
-    if "status" not in o:
-        plan.error = error
-        return
-    status = o["status"]
-    headers = [("allow", "GET")] if status == 405 else []  # a legacy HTTP+SSE endpoint: GET opens the channel
-    if error is not None:
-        plan.status = status, [*headers, ("content-type", "application/json")], _dumps(error)
-    elif "body" in o:
-        plan.status = _answer(status, o["body"], headers, {})
-    else:
-        plan.status = status, headers, b""
+    else:  # a 405 from a legacy HTTP+SSE endpoint: GET opens its channel
+        _era_answer(o, plan, msg, o.get("code"), [("allow", "GET")] if o.get("status") == 405 else [])
 
 
 def _modern_only(o: dict, plan: Plan, msg: Any) -> None:
@@ -230,19 +216,26 @@ def _modern_only(o: dict, plan: Plan, msg: Any) -> None:
     error alone (over JSON, or a stdio line)."""
     if not isinstance(msg, dict):  # a GET or a DELETE
         plan.status = 405, [("allow", "POST")], b""
-        return
-    code = o.get("code", -32020)
-    error = {"jsonrpc": "2.0", "id": msg.get("id"),
-             "error": {"code": code, "message": o.get("message", MODERN_MESSAGES.get(code, "Error"))}}
-    if "status" not in o:
-        plan.error = error  # over JSON (200), or a stdio line
-    elif "body" in o:
-        plan.status = _answer(o["status"], o["body"], [], {})
     else:
-        plan.status = o["status"], [("content-type", "application/json")], _dumps(error)
+        _era_answer(o, plan, msg, o.get("code", -32020), [])
 
 
-MODERN_MESSAGES = {-32020: "Header mismatch: required header Mcp-Method is missing", -32601: "Method not found"}
+def _era_answer(o: dict, plan: Plan, msg: Any, code: int | None, headers: list) -> None:
+    """No status= given: the JSON-RPC error alone. Else that status with body= as given, or with the error as
+    JSON, or with no body."""
+    error = None
+    if code is not None:
+        message = o.get("message", ERA_MESSAGES.get(code, "Error"))
+        error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                 "error": {"code": code, "message": message}}
+    if "status" not in o:
+        plan.error = error
+    elif "body" in o:
+        plan.status = _answer(o["status"], o["body"], headers, {})
+    elif error is not None:
+        plan.status = o["status"], [*headers, ("content-type", "application/json")], _dumps(error)
+    else:
+        plan.status = o["status"], headers, b""
 
 
 def reach(edits: list[Edit], sent: Iterable[tuple[float, Any, str | None, str | None]]) -> list[str]:
