@@ -11,6 +11,7 @@ from typing import Any
 from ..model import STATELESS, Call, Model, Observer, Seen
 from ..tape import records
 from ..wire import header_value, http
+from ..wire.header_value import quote
 from . import spec
 from .rules import Finding, about_record
 
@@ -51,7 +52,8 @@ class StandardHeaders(Observer):
     def _problems(self, headers: list, msg: dict, version_header: str | None) -> Iterator[tuple[str, str, str]]:
         method = msg["method"]
         if (sent := http.get(headers, "mcp-method")) != method:
-            yield "header-mismatch", f"Mcp-Method {sent!r} but the body says {method!r}", spec.HEADERS_2026
+            yield ("header-mismatch", f"Mcp-Method {quote(sent)} but the body says {quote(method)}",
+                   spec.HEADERS_2026)
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         if method in NAMED:
             name = params.get(NAMED[method])
@@ -62,13 +64,13 @@ class StandardHeaders(Observer):
                 yield "header-encoding", f"Mcp-Name {e}", spec.HEADER_ENCODING
             else:
                 if decoded != name:
-                    said = repr(sent) if decoded == sent else f"{sent!r} (decoded {decoded!r})"
-                    yield "header-mismatch", f"Mcp-Name {said} but the body says {name!r}", spec.HEADERS_2026
+                    said = quote(sent) if decoded == sent else f"{quote(sent)} (decoded {quote(decoded)})"
+                    yield "header-mismatch", f"Mcp-Name {said} but the body says {quote(name)}", spec.HEADERS_2026
         yield from self._params(headers, method, params)
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         version = meta.get("io.modelcontextprotocol/protocolVersion")
         if version is not None and version != version_header:
-            yield ("header-mismatch", f"MCP-Protocol-Version {version_header!r} but _meta says {version!r}",
+            yield ("header-mismatch", f"MCP-Protocol-Version {quote(version_header)} but _meta says {quote(version)}",
                    spec.HEADERS_2026)
 
     def _params(self, headers: list, method: str, params: dict) -> Iterator[tuple[str, str, str]]:
@@ -90,10 +92,10 @@ class StandardHeaders(Observer):
                 continue  # absent or null: the client omits the header, and the server must not expect it
             if key not in sent:
                 yield ("header-mismatch", f"no Mcp-Param-{header} header but the body has {'.'.join(path)} = "
-                       f"{value!r}", spec.PARAM_HEADERS_2026)
+                       f"{quote(value)}", spec.PARAM_HEADERS_2026)
             elif key in decoded and not _same(decoded[key], value):
-                yield ("header-mismatch", f"{sent[key][0]} {sent[key][1]!r} but the body has {'.'.join(path)} = "
-                       f"{value!r}", spec.PARAM_HEADERS_2026)
+                yield ("header-mismatch", f"{sent[key][0]} {quote(sent[key][1])} but the body has {'.'.join(path)} = "
+                       f"{quote(value)}", spec.PARAM_HEADERS_2026)
 
 
 def mirrored_arguments(schema: Any) -> dict[str, tuple[str, tuple[str, ...]]]:

@@ -26,14 +26,21 @@ def decode(value: str) -> str:
         try:
             raw = base64.b64decode(payload, validate=True)
         except (binascii.Error, ValueError):
-            raise EncodingError(f"{value!r} is in the =?base64?…?= form but {payload!r} is not Base64") from None
+            raise EncodingError(f"{quote(value)} is in the =?base64?…?= form but its payload is not Base64") from None
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise EncodingError(f"{value!r} decodes to bytes that are not UTF-8") from None
+            raise EncodingError(f"{quote(value)} decodes to bytes that are not UTF-8") from None
     if not _SAFE.fullmatch(value):
-        raise EncodingError(f"{value!r} has characters outside visible ASCII, sent without the =?base64?…?= form")
+        raise EncodingError(f"{quote(value)} has characters outside visible ASCII, sent without the =?base64?…?= "
+                            "form")
     return value
+
+
+def quote(value: object) -> str:
+    """A value as a finding's message quotes it: a hostile one may be long."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}… ({len(text)} characters)"
 
 
 def encode(value: str) -> str:

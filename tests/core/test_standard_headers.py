@@ -88,3 +88,10 @@ def test_param_headers_of_a_tool_whose_schema_was_not_seen_are_checked_only_for_
     assert tape.findings() == []
     tape.call("tools/call", {"name": "t", "arguments": {"a": "x"}}, headers=[("Mcp-Param-A", "=?base64?%?=")])
     assert tape.rules() == ["header-encoding"]
+
+
+def test_a_long_malformed_value_is_quoted_short():
+    tape = stateless()
+    tape.call("tools/call", {"name": "x"}, headers=[("mcp-name", "=?base64?" + "%" * 100_000 + "?=")])
+    (found,) = tape.findings()
+    assert found.rule == "header-encoding" and len(found.message) < 200
