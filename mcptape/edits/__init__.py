@@ -14,5 +14,5 @@ from .language import ACTIONS, Edit, EditError, Selector, check_transport, parse
 __all__ = ["ACTIONS", "RESET_ENDED", "SESSION_NOT_FOUND", "WITHHELD_ENDED", "Announce", "ChannelEditor", "Edit",
            "EditError", "EditedEvents", "Editor", "Effect", "Exit", "Hold", "Plan", "Reply", "Reset", "Rewrite",
            "Selector", "StreamEditor", "Withhold", "announce", "check_transport", "delivers", "describe", "dry_run",
-           "edit_body", "edit_events", "final_response", "hold", "instead", "malform", "not_on_compressed_stream", "on_channel",
-           "parse", "parse_file", "reach", "withhold"]
+           "edit_body", "edit_events", "final_response", "hold", "instead", "malform", "not_on_compressed_stream",
+           "on_channel", "parse", "parse_file", "reach", "withhold"]

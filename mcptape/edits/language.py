@@ -259,8 +259,9 @@ def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False, 
             raise EditError(f"edit {edit.text!r}: {edit.action} cannot apply to this tape: "
                             f"{LEGACY_REFUSED_WHY[edit.action]}")
         if edit.action in ERA_ACTIONS and stdio and {"status", "body"} & edit.options.keys():
+            more = ", answer=none or answer=exit" if edit.action == "refuse-discover" else ""
             raise EditError(f"edit {edit.text!r}: status= and body= are HTTP-only; on stdio refuse with code= (an "
-                            "error line)" + (", answer=none or answer=exit" if edit.action == "refuse-discover" else ""))
+                            f"error line){more}")
         if edit.action == "refuse-discover" and live and not stdio and edit.options.get("answer") == "exit":
             raise EditError(f"edit {edit.text!r}: answer=exit needs a server mcptape runs (stdio, or a replay); "
                             "live over HTTP use answer=none (no answer) or status=")

@@ -1,6 +1,6 @@
-"""refuse-discover and modern-only, decided in memory. refuse-discover: each variant an older server answers a 2026-07-28 probe with, met in the
-field (an HTTP status with no body, a body, a JSON-RPC error in it, the error alone, no answer, the stdio server
-exiting), and where each may run."""
+"""refuse-discover and modern-only, decided in memory. refuse-discover: each variant an older server answers a
+2026-07-28 probe with, met in the field (an HTTP status with no body, a body, a JSON-RPC error in it, the error
+alone, no answer, the stdio server exiting), and where each may run."""
 
 from __future__ import annotations
 

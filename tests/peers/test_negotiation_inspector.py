@@ -18,8 +18,8 @@ def methods(tape) -> list[str]:
             and "method" in r["msg"]]
 
 
-@pytest.mark.parametrize("edit", [None, "refuse-discover status=400",
-                                  'refuse-discover status=404 body="Invalid session ID"', "refuse-discover code=-32601"])
+@pytest.mark.parametrize("edit", [None, "refuse-discover status=400", 'refuse-discover status=404 body="Invalid '
+                                  'session ID"', "refuse-discover code=-32601"])
 def test_the_inspector_in_auto_mode(demo_server, record, edit):
     rec = record(demo_server(), *(("--edit", edit) if edit else ()))
     result = inspector([rec.url], "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3",
