@@ -233,3 +233,23 @@ def test_over_stdio_no_answer_to_the_probe_the_auto_client_falls_back_after_its_
     # the probe was never answered, by the edit's doing: whatever is said of it is blamed on nobody
     assert all((f.method, f.blames, f.injected) == ("server/discover", "none", True) for f in found
                if f.severity == "error")
+
+
+def test_the_derived_session_lives_until_the_client_deletes_it(recorded, tmp_path):
+    import urllib.error
+    import urllib.request
+
+    tape, _ = recorded
+    log = tmp_path / "replay.mcptape"
+    with replaying(str(tape), edits=("refuse-discover status=400",), log=str(log)) as url:
+        anyio.run(session, url)  # falls back, works, and DELETEs its session at the end
+        played = read(log).records
+        minted = next(r["session"] for r in played if r["kind"] == "http.response" and r.get("session"))
+        deleted = [r for r in played if r["kind"] == "http.request" and r["method"] == "DELETE"]
+        assert deleted and deleted[0]["session"] == minted
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).encode()
+        request = urllib.request.Request(url, body, {"content-type": "application/json", "mcp-session-id": minted,
+                                                     "accept": "application/json, text/event-stream"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 404
