@@ -60,8 +60,10 @@ def _copy(path: str, target: str, redactor=None) -> None:
             writer.write(record)
 
 
-def make(paths: list[str], output: str, redact: bool = False, allow_secrets: bool = False) -> list[str]:
-    """Write the bundle; returns its file names. Raises Refused (secrets) or TapeError (an unreadable tape)."""
+def make(paths: list[str], output: str, redact: bool = False, allow_secrets: bool = False,
+         force: bool = False) -> list[str]:
+    """Write the bundle (as output.py writes every file); returns its file names. Raises Refused (secrets),
+    TapeError (an unreadable tape) or OutputError."""
     from . import har
     from .check import check
     from .check import report as findings_report
@@ -105,7 +107,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
         findings = [replace(f, tape=called[f.tape]) for f in check(tapes)]
         files["findings.json"] = [json_form.dumps(findings_report.as_json(findings, inside), indent=1), "\n"]
         files["README.md"] = [_readme(os.path.basename(output), names, data, "report.har" in files, redact)]
-        _write(output, files)
+        _write(output, files, force)
         return list(files)
 
 
@@ -118,22 +120,28 @@ def _where(found: list[tuple[str, int, str, str]], redacted: bool = False) -> st
             f"--allow-secrets bundles them as they are")
 
 
-def _write(output: str, files: dict) -> None:
-    """The zip, written beside its destination and moved there whole."""
-    part = os.path.join(os.path.dirname(os.path.abspath(output)), f".{os.path.basename(output)}.part")
-    try:
-        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, content in files.items():
-                if isinstance(content, str):  # a file in the work folder
-                    archive.write(content, name)
-                else:
-                    with archive.open(name, "w") as f:
-                        for chunk in content:
-                            f.write(chunk.encode())
-        os.replace(part, output)
-    finally:
-        if os.path.exists(part):
-            os.remove(part)
+def _write(output: str, files: dict, force: bool) -> None:
+    from .output import opened
+
+    with opened(output, force) as out, zipfile.ZipFile(_Stream(out), "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            if isinstance(content, str):  # a file in the work folder
+                archive.write(content, name)
+            else:
+                with archive.open(name, "w") as f:
+                    for chunk in content:
+                        f.write(chunk.encode())
+
+
+class _Stream:
+    """The zip written front to back, never seeking: a device such as /dev/null seeks without moving, which would
+    make zipfile's offsets nonsense (the zip is the same either way)."""
+
+    def __init__(self, out) -> None:
+        self.write, self.flush = out.write, out.flush
+
+    def tell(self) -> int:
+        raise OSError("not seekable")
 
 
 def _readme(bundle: str, names: list[str], data: dict, har: bool, redacted: bool) -> str:

@@ -56,9 +56,10 @@ class _Group(click.Group):
         except Exception as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
+            from .output import OutputError
             from .tape.file import OPENED, TapeError
 
-            if isinstance(e, TapeError):
+            if isinstance(e, (TapeError, OutputError)):
                 raise Failure(str(e)) from None
             if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)):
                 from .tape.records import first_problem
@@ -123,6 +124,15 @@ def _redact_options(command):
                                 "e.g. /result/content/*/text; repeatable).")(command)
     return click.option("--redact-header", multiple=True, metavar="NAME",
                         help="Also redact this header (repeatable).")(command)
+
+
+def _guard_options(command):
+    command = click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+                           help="Also accept requests from this Origin (e.g. https://app.example:8443, or null); "
+                                "loopback origins always are (repeatable).")(command)
+    return click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME[:PORT]",
+                        help="Also accept this Host (any port unless given); loopback names and the listen "
+                             "address always are. Others get 421 (DNS rebinding; repeatable).")(command)
 
 
 def _redactor(redact_header, redact_path, keep_path, no_redact=False):
@@ -227,6 +237,8 @@ def _host_for_url(host: str) -> str:
               help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
                    "for clients that can only be pointed at a proxy.")
 @click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
+@click.option("--allow-dest", "allow_dests", multiple=True, metavar="HOST[:PORT]",
+              help="Regular mode: forward only to these destinations (repeatable; default: anywhere).")
 @_redact_options
 @click.option("--no-redact", is_flag=True, help="Record everything as it is, secrets included (unsafe; warns).")
 @click.option("--insecure", is_flag=True, help="Do not verify an https:// upstream's certificate.")
@@ -237,10 +249,12 @@ def _host_for_url(host: str) -> str:
               help="For programs that start the recorder: once it listens, write one JSON line to file descriptor "
                    "N ({\"url\": …, \"mode\": …, \"listen\": …, \"tape\": …}) and close it. HTTP only.")
 @_colour_option
+@_guard_options
 @_edit_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
-def record(upstream, listen, output, append, force, mode, record_all, redact_header, redact_path, keep_path,
-           no_redact, insecure, verbose, quiet, ready_fd, colour, edit, edits_file, command):
+def record(upstream, listen, output, append, force, mode, record_all, allow_dests, redact_header, redact_path,
+           keep_path, no_redact, insecure, verbose, quiet, ready_fd, colour, allow_hosts, allow_origins, edit,
+           edits_file, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -293,11 +307,17 @@ def record(upstream, listen, output, append, force, mode, record_all, redact_hea
         raise Failure("--mode reverse needs --upstream URL")
     if mode == "regular" and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
+    if mode == "reverse" and allow_dests:
+        raise Failure("--allow-dest is for regular mode (in reverse mode every request goes to --upstream)")
+    if mode == "regular" and (allow_hosts or allow_origins):
+        raise Failure("--allow-host and --allow-origin are for reverse mode (a regular proxy's Host names where "
+                      "the request goes)")
     editor = _editor(edit, edits_file, live=True)
     live = not quiet and click.get_text_stream("stderr").isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  [e.text for e in editor.edits] if editor else [], _colour(colour, err=True) if live else None,
-                 ready_fd)
+                 {"mcptape_allow_host": list(allow_hosts), "mcptape_allow_origin": list(allow_origins),
+                  "mcptape_allow_dest": list(allow_dests)}, ready_fd)
 
 
 def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
@@ -331,26 +351,34 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
 
 
 def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 edits: list[str], live_colour: bool | None, ready_fd: int | None = None):
+                 edits: list[str], live_colour: bool | None, allow: dict, ready_fd: int | None = None):
     """live_colour: None for no live view, else whether it is coloured. ready_fd: where a program that started
-    the recorder learns its address (the lines printed for people may change wording at any time)."""
+    the recorder learns its address (the lines printed for people may change wording at any time). `allow`: the
+    Host, Origin and destination options (guard.py)."""
+    from .output import Output, OutputError
+
     host, port = _parse_listen(listen)
-    if os.path.exists(output) and write_mode == "new":
-        raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)")
-    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-        raise Failure(f"-o {output}: not a file in an existing directory")
+    try:
+        target = Output(output, write_mode != "new")
+    except OutputError as e:
+        if "already exists" in str(e):
+            raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)") from None
+        raise
     settings: dict = {
         "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
         "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
         "mcptape_no_redact": not redactor.enabled, "mcptape_redact_path": redactor.redact_paths,
         "mcptape_keep_path": redactor.keep_paths, "mcptape_record_all": record_all, "ssl_insecure": insecure,
-        "mcptape_edit": edits,
+        "mcptape_edit": edits, **allow,
     }
     path = ""
     if mode == "reverse":
         split, up_port = _parse_upstream(upstream)
         _check_reachable(split.hostname, up_port, upstream)
         settings["mode"] = [f"reverse:{split.scheme}://{_host_for_url(split.hostname)}:{up_port}"]
+        # the request is read (and recorded) before the upstream is connected: if it is down, the tape still holds
+        # what the client asked, with an upstream-unreachable end
+        settings["connection_strategy"] = "lazy"
         path = split.path + (f"?{split.query}" if split.query else "")
         if split.path not in ("", "/"):
             settings["mcptape_endpoint"] = [split.path]
@@ -363,7 +391,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     from .capture import proxy
     from .capture.mitm import Recorder
 
-    existed = os.path.exists(output)
+    existed = target.exists
     view = None
     if live_colour is not None:
         from .live import LiveView
@@ -386,6 +414,9 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
             click.echo(f"mcptape: recording MCP traffic into {output} through the HTTP proxy at {bound}")
             click.echo(f"mcptape: set HTTP_PROXY={bound} HTTPS_PROXY={bound} (and NO_PROXY= so loopback is proxied)")
             click.echo(f"mcptape: for https, trust {ca} (SSL_CERT_FILE, REQUESTS_CA_BUNDLE or NODE_EXTRA_CA_CERTS)")
+            dests = allow.get("mcptape_allow_dest")
+            click.echo(f"mcptape: it forwards only to {', '.join(dests)}" if dests else
+                       "mcptape: it forwards to any host:port a client names (--allow-dest HOST[:PORT] limits it)")
         click.echo("mcptape: Ctrl-C stops", err=True)
         sys.stdout.flush()
 
@@ -399,7 +430,8 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         if view is not None:
             view.close()
     if recorder.failure:
-        click.echo(f"mcptape: {output} holds what was recorded before that ({recorder.failure})", err=True)
+        click.echo(f"mcptape: {output} holds the {recorder.exchanges} exchanges recorded before that "
+                   f"({recorder.failure})", err=True)
     else:
         click.echo(f"mcptape: wrote {recorder.exchanges} exchanges to {output}", err=True)
     _warn_unfired(recorder.editor)
@@ -566,7 +598,8 @@ def _show_record(reader, number: int, fmt: str, colour: bool) -> None:
                    "both back); har: HAR 1.2 for browser devtools and mitmproxy (HTTP tapes); mitm: a mitmproxy "
                    "flow file for `mitmweb -r` (HTTP tapes).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (default: stdout).")
-def export(tape, fmt, output):
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def export(tape, fmt, output, force):
     """Write a tape in a format other tools read.
 
     \b
@@ -576,10 +609,10 @@ def export(tape, fmt, output):
       mcptape export run.mcptape --format json -o run.json
       mcptape export big.mcptape --format jsonl | grep tools/call
     """
-    _export(tape, fmt, output)
+    _export(tape, fmt, output, force)
 
 
-def _export(tape: str, fmt: str, output: str | None) -> None:
+def _export(tape: str, fmt: str, output: str | None, force: bool = False) -> None:
     from .tape import json_form
     from .tape.file import Reader
 
@@ -609,7 +642,7 @@ def _export(tape: str, fmt: str, output: str | None) -> None:
         from .terminal import safe_json
 
         chunks = map(safe_json, chunks)
-    _write_output(chunks, output)
+    _write_output(chunks, output, force)
     _warn_truncated(tape, reader.truncated, reader.count, "exported")
 
 
@@ -690,27 +723,21 @@ def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> st
     return f"{tape}#{number} {where}: still holds a secret ({rule}); {fix}"
 
 
-def _write_output(chunks: Iterable[str | bytes], output: str | None) -> None:
-    """To -o FILE (written whole, or not at all: a reader never sees half a file), else to stdout. Chunks are all
-    text or all bytes."""
+def _write_output(chunks: Iterable[str | bytes], output: str | None, force: bool = False) -> None:
+    """To -o FILE (as output.py writes every file: whole, or in place for a device or FIFO), else to stdout.
+    Chunks are all text or all bytes."""
     if output is None:
         for chunk in chunks:
             click.echo(chunk, nl=False)
         return
-    part = output + ".part"
+    from .output import opened
+
     chunks = iter(chunks)
     first = next(chunks, "")
-    try:
-        with (open(part, "wb") if isinstance(first, bytes) else open(part, "w", encoding="utf-8")) as f:
-            f.write(first)
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(part, output)
-    except OSError as e:
-        raise Failure(f"cannot write {output}: {e.strerror}") from None
-    finally:
-        if os.path.exists(part):
-            os.remove(part)
+    with opened(output, force, text=isinstance(first, str)) as f:
+        f.write(first)
+        for chunk in chunks:
+            f.write(chunk)
     click.echo(f"mcptape: wrote {output}", err=True)
 
 
@@ -720,7 +747,8 @@ def _write_output(chunks: Iterable[str | bytes], output: str | None) -> None:
               show_default=True, help="md: GitHub Markdown with a Mermaid diagram; html: one self-contained page; "
                                       "mermaid: the diagram alone; json: the report's data.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report here (default: stdout).")
-def report(tapes, fmt, output):
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def report(tapes, fmt, output, force):
     """One page that tells what happened: sessions and their life, calls with outcome and duration, statuses,
     findings with their spec clauses and whom they blame, a sequence diagram, and the messages each finding is
     about. Several tapes are one history, in the order given (as check reads them).
@@ -734,7 +762,11 @@ def report(tapes, fmt, output):
     """
     from .report import build, render
 
-    _write_output([render(build(_tapes(tapes)), fmt)], output)
+    if output is not None:
+        from .output import Output
+
+        Output(output, force)  # refused before the work, not after
+    _write_output([render(build(_tapes(tapes)), fmt)], output, force)
 
 
 def _tapes(paths) -> list[str]:
@@ -769,18 +801,14 @@ def bundle(tapes, output, force, redact, allow_secrets):
       mcptape replay bug.zip --listen 127.0.0.1:8765
     """
     from .bundle import Refused, make
+    from .output import Output
 
-    if os.path.exists(output) and not force:
-        raise Failure(f"{output} already exists (use --force to replace it)")
-    if os.path.isdir(output) or not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-        raise Failure(f"-o {output}: not a file in an existing directory")
+    Output(output, force)  # refused before the work, not after
     tapes = _tapes(tapes)
     try:
-        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets)
+        names = make(tapes, output, redact=redact, allow_secrets=allow_secrets, force=force)
     except Refused as e:
         raise Failure(str(e)) from None
-    except OSError as e:
-        raise Failure(f"cannot write {output}: {e.strerror}") from None
     if allow_secrets:
         click.echo(f"mcptape: warning: --allow-secrets: {output} may hold credentials; look before you share it",
                    err=True)
@@ -801,8 +829,9 @@ def bundle(tapes, output, force, redact, allow_secrets):
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
 @click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
+@_guard_options
 @_edit_options
-def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_file):
+def replay(tape, listen, stdio, log, force, ignore, pace, strict, allow_hosts, allow_origins, edit, edits_file):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -825,8 +854,10 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
     for warning in replayer.warnings:
         click.echo(f"mcptape: warning: {warning}", err=True)
     _warn_truncated(tape, replayer.recording.truncated, replayer.recording.count, "replaying")
-    if log and os.path.exists(log) and not force:
-        raise Failure(f"{log} already exists (--log writes a new tape; add --force to replace it)")
+    if log and "{" not in log:
+        from .output import Output
+
+        Output(log, force)  # refused before serving, as every output file is (output.py)
     log_mode = "force" if force else "new"
     if stdio:
         from . import TOOL
@@ -850,11 +881,12 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, edit, edits_fi
             _replay_summary(replayer, strict=False)
             sys.exit(code)
     else:
-        _replay_http(tape, listen, ignore, log, log_mode, pace, replayer)
+        _replay_http(tape, listen, ignore, log, log_mode, pace, replayer,
+                     {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
     _replay_summary(replayer, strict)
 
 
-def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
+def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer, allow: dict) -> None:
     import asyncio
 
     from .replay import serving
@@ -867,7 +899,8 @@ def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with serving(tape, host, port, tuple(ignore), log, pace, replayer, log_mode=log_mode) as replay:
+        async with serving(tape, host, port, tuple(ignore), log, pace, replayer, log_mode=log_mode,
+                           **allow) as replay:
             click.echo(f"mcptape: replaying {tape} at {replay.url} (Ctrl-C stops)")
             sys.stdout.flush()
             await stop.wait()
@@ -908,7 +941,9 @@ def _replay_summary(replayer, strict: bool) -> None:
 @click.option("--fail-on", default="failed,hung", show_default=True, metavar="LIST",
               help="Verdicts that make the exit status 1: comma-separated from surfaced, failed, hung, "
                    "not-reached; or never.")
-def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on):
+@_guard_options
+def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on, allow_hosts,
+             allow_origins):
     """Run a client once per fault and position against the tape's replay; score how it recovers.
 
     The client reaches each run's replay through {url} in its arguments (and $MCPTAPE_URL), or spawns it through
@@ -937,7 +972,8 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
         raise Failure("give the client command after --, with {url} (or {server}) where the replay goes, e.g. "
                       "mcptape gauntlet run.mcptape -- python client.py {url}")
     try:
-        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs)
+        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs,
+                          {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
     except TapeError as e:
         raise Failure(str(e)) from None
     except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
@@ -1171,8 +1207,9 @@ def _import(source: str, output: str, force: bool) -> None:
     kinds = "a tape's JSON (mcptape show --format json|jsonl), a HAR or a mitmproxy flow file"
     if data.startswith(MAGIC[:7]):
         raise Failure(f"{source} is already a tape: use it as it is (mcptape show {source}); import reads {kinds}")
-    if os.path.exists(output) and not force:
-        raise Failure(f"{output} already exists (add --force to replace it)")
+    from .output import Output
+
+    Output(output, force)  # refused before the work, not after
     if _is_flow_file(data):
         _import_capture(source, output, force, data, "flows")
         return
@@ -1211,12 +1248,19 @@ def _har_document(text: str) -> dict | None:
     return doc if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
 
 
-def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -> None:
+def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -> int:
+    """A whole tape (output.py); returns how many records it holds."""
     from .tape.file import Writer
 
-    with Writer(output, header, "force" if force else "new") as writer:
-        for item in items:
-            writer.write(item)
+    count = 0
+    try:
+        with Writer(output, header, "force" if force else "new", whole=True) as writer:
+            for item in items:
+                writer.write(item)
+                count += 1
+    except OSError as e:
+        raise Failure(f"cannot write {output}: {e.strerror}") from None
+    return count
 
 
 def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
@@ -1267,19 +1311,17 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
       mcptape redact run.mcptape -o shared.mcptape --redact-path /result/structuredContent/email
       mcptape check shared.mcptape --require-redacted
     """
+    from .output import Output
     from .redact import redacted_tape
-    from .tape.file import Reader, Writer
+    from .tape.file import Reader
 
     if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):
         raise Failure(f"-o {output} is the tape being read; write the redacted copy elsewhere")
+    Output(output, force)  # refused before the work, not after
     redactor = _redactor(redact_header, redact_path, keep_path)
     reader = Reader(source)
     header, redacted = redacted_tape(reader.header, reader, redactor)
-    count = 0
-    with Writer(output, header, "force" if force else "new") as writer:
-        for record in redacted:
-            writer.write(record)
-            count += 1
+    count = _write_tape(output, force, header, redacted)
     if reader.truncated:
         click.echo(f"mcptape: {source}: tape is truncated ({reader.truncated}); redacted the {count} complete "
                    f"records before it", err=True)

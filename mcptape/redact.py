@@ -1,15 +1,18 @@
 """Keep secrets out of tapes. Before anything is written, credentials are replaced by pseudonyms that are stable
 within one recording run (same secret -> same pseudonym), so a reader still sees that two requests used the same
-token without learning it: in headers and query strings (by name), and in every body (JSON-RPC messages of every
-record kind, bodies that are not JSON, problem texts, stderr lines, URLs) by two kinds of rule:
+token without learning it: in every field a peer can fill (FIELDS: headers and query strings, names and values;
+JSON-RPC messages of every record kind, keys and values, JSON inside strings; bodies that are not JSON; SSE ids,
+event names and comments; status reasons, problem texts, stderr lines, URLs, a server's command line) by two kinds
+of rule (docs/redaction.md):
 
 - a value under a sensitive key (`token`, `api_key`, `clientSecret`, …; case- and separator-insensitive) is
   replaced whole;
 - a secret-shaped string anywhere (bearer tokens, `sk-…` keys, JWTs, cloud, GitHub, GitLab and Slack tokens, PEM
   private keys, credentials in URLs, `password=…` assignments) is replaced where it stands.
 
-Never touched: JSON-RPC ids, schema positions (`inputSchema`, `outputSchema`), progress tokens, pagination
-cursors, and session ids: they carry no credential, and replay, diff and check rely on them.
+Never touched: JSON-RPC ids, schema positions (`inputSchema`, `outputSchema`), progress tokens and pagination
+cursors: they carry no credential, and replay, diff and check rely on them. Session ids and SSE event ids change
+only when token-shaped, to the one pseudonym that secret gets everywhere in the run.
 
 The pseudonym is an HMAC under a random key that lives only in memory: a tape holds no material to brute-force
 a short secret with. A pseudonym stands for "some value was here": `blend` makes a recorded pseudonym match any
@@ -37,7 +40,8 @@ DEFAULT_HEADERS = frozenset({
 })
 # Any other header or query parameter whose name reads like a credential.
 _SECRET_NAME = re.compile(
-    r"(^|[-_])(token|secret|password|passwd|pwd|api[-_]?key|apikey|access[-_]?key|credentials?|signature|sig)($|[-_])",
+    r"(^|[-_])(token|secret|password|passwd|pwd|pass|passphrase|pin|auth|authentication|authorization|"
+    r"(api|access|session|private|secret|auth)[-_]?key|apikey|credentials?|signature|sig)($|[-_])",
     re.IGNORECASE,
 )
 DEFAULT_QUERY = frozenset({
@@ -55,7 +59,18 @@ _SCHEMES = ("bearer ", "basic ", "digest ", "token ", "negotiate ", "dpop ")
 _WORDS_ALONE = ("token", "secret", "password", "passwd", "pwd", "passphrase", "authorization", "cookie", "credential",
                 "credentials")
 _WORD_PAIRS = (("api", "key"), ("private", "key"), ("secret", "key"), ("access", "key"))
-SENSITIVE_WORDS = frozenset({*_WORDS_ALONE, *(a + b for a, b in _WORD_PAIRS)})
+# short words that are credentials as JSON keys and option names (`{"pin": …}`, `--auth X`), too common inside
+# prose to anchor the text shapes on ("spin: fast", "author:")
+_KEY_WORDS = ("auth", "authentication", "pass", "pin")
+_KEY_PAIRS = (("session", "key"), ("auth", "key"))
+SENSITIVE_WORDS = frozenset({*_WORDS_ALONE, *_KEY_WORDS, *(a + b for a, b in (*_WORD_PAIRS, *_KEY_PAIRS))})
+# a key ending in one of these names a quantity or a setting about a credential, not the credential:
+# `token_count`, `tokenType`, `authUrl`, `passwordMinLength`
+_NOT_SECRET_TAILS = frozenset({"count", "counts", "limit", "limits", "length", "len", "size", "type", "types", "kind",
+                               "usage", "used", "total", "budget", "url", "uri", "endpoint", "required", "enabled",
+                               "expires", "expiry", "ttl", "policy", "min", "max", "format", "schema", "scheme"})
+# one-letter options whose value is a credential (`-p SECRET`, `-pSECRET`, `-k KEY`)
+_SHORT_SECRET_FLAGS = frozenset("kp")
 # Keys whose value is never touched, however they read: protocol state that replay, diff and check rely on.
 NEVER_KEYS = frozenset({"progressToken", "cursor", "nextCursor", "inputSchema", "outputSchema"})
 _PROTOCOL_KEYS = frozenset({"jsonrpc", "id", "method"})  # a message's own: never content
@@ -67,6 +82,8 @@ def key_is_sensitive(key: str) -> bool:
     hit = _key_cache.get(key)
     if hit is None:
         words = [w.lower() for w in _WORDS.findall(key)]
+        if len(words) > 1 and words[-1] in _NOT_SECRET_TAILS:
+            words = []  # about a credential, not one: `maxTokenCount`, `passwordMinLength`
         hit = any(w in SENSITIVE_WORDS for w in words) or any(
             a + b in SENSITIVE_WORDS for a, b in zip(words, words[1:]))
         if len(_key_cache) < 4096:  # keys repeat (a protocol has few); a stream of unique keys must not grow it
@@ -173,60 +190,40 @@ def shapes_in(text: str | bytes) -> Iterator[str]:
         yield rule
 
 
-# -- finding what is left ----------------------------------------------------------------------------------------
-_TEXT_FIELDS = ("problem", "data", "text", "detail", "error", "path", "rewritten_to")
-_JSON_FIELDS = ("msg", "withheld", "source")
-_FIELDS_TO_REDACT = frozenset({*_TEXT_FIELDS, *_JSON_FIELDS, "raw", "headers", "query", "comments"})
-_SECRET, _SCAN, _NEVER = "secret", "scan", "never"  # how a header's or query parameter's value is treated
+# -- the fields a peer can fill ------------------------------------------------------------------------------------
+# One table, read by the recorder, `redact`, `check --require-redacted` and `bundle` alike (through _Scrub): every
+# field of every record kind (tape/records.py) that holds text a client, a server or a capture file chose. Fields
+# not here are mcptape's own (kinds, times, numbers, flags, edit texts). An SSE `retry` is a number; a `retry:`
+# line that is not one is told in `problem`, which is scanned.
+TEXT, JSON_VALUE, RAW, PAIRS, TEXTS, SOURCE = "text", "json", "raw", "pairs", "texts", "source"
+FIELDS = {
+    # free text, scanned for secret shapes; a session id or an SSE event id only ever changes when it is
+    # token-shaped, and then to the same pseudonym wherever it stands (header, record field, Last-Event-ID), so
+    # replay, resume, diff and verify still pair them up
+    "path": TEXT, "method": TEXT, "reason": TEXT, "protocol_version": TEXT, "session": TEXT, "id": TEXT,
+    "event": TEXT, "data": TEXT, "text": TEXT, "problem": TEXT, "detail": TEXT, "error": TEXT, "rewritten_to": TEXT,
+    "msg": JSON_VALUE, "withheld": JSON_VALUE,  # JSON: keys and values, sensitive keys, JSON inside strings
+    "raw": RAW,  # bytes that are not JSON
+    "headers": PAIRS, "query": PAIRS,  # names and values; a value under a credential's name whole
+    "comments": TEXTS,  # SSE comment lines
+    "source": SOURCE,  # where a recording came from: a URL, or a server's command line
+}
+_SECRET, _SCAN = "secret", "scan"  # how a header's or query parameter's value is treated
+_NESTED_JSON = 4  # how deep JSON inside a string inside JSON is opened
 
 
 def secrets_in(records: Iterable[dict]) -> Iterator[tuple[int, str, str]]:
     """(record number, JSON pointer, rule name) for each secret still in a tape's records (numbered from 0, the
-    first record after the header, as `seq`): a value under a sensitive header, query parameter or key that is
-    not a pseudonym, and each secret-shaped string. The pointer names the record's field (`/msg/params/…`)."""
+    first record after the header, as `seq`): a value under a sensitive header, query parameter, key or command
+    line flag that is not a pseudonym, and each secret-shaped string, in any field of FIELDS. The pointer names
+    the record's field (`/msg/params/…`)."""
+    found: dict[str, str] = {}  # pointer -> the first rule that found it (a flag's value is a shape too)
+    scrub = _Scrub(lambda path, value, rule: found.setdefault(_pointer(path), rule) and value)
     for number, record in enumerate(records):
-        for name in ("headers", "query"):
-            is_secret = _header_is_secret if name == "headers" else _query_is_secret
-            for i, pair in enumerate(record.get(name) or ()):
-                if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[1], str)):
-                    continue
-                if _is_session(name, pair[0]):
-                    continue
-                if is_secret(pair[0]) and pair[1] and not is_pseudonym(pair[1]):
-                    yield number, f"/{name}/{i}/1", SENSITIVE_HEADER if name == "headers" else SENSITIVE_QUERY
-                    continue
-                for rule in shapes_in(pair[1]):
-                    yield number, f"/{name}/{i}/1", rule
-        for name in _TEXT_FIELDS:
-            value = record.get(name)
-            if isinstance(value, str):
-                for rule in shapes_in(value):
-                    yield number, "/" + name, rule
-        if isinstance(record.get("raw"), bytes):
-            for rule in shapes_in(record["raw"]):
-                yield number, "/raw", rule
-        for i, comment in enumerate(record.get("comments") or ()):
-            if isinstance(comment, str):
-                for rule in shapes_in(comment):
-                    yield number, f"/comments/{i}", rule
-        if isinstance(record.get("source"), dict):
-            for i in _after_secret_flags(record["source"].get("stdio")):
-                yield number, f"/source/stdio/{i}", SENSITIVE_KEY
-        for name in _JSON_FIELDS:
-            if name in record:
-                found: list[tuple[list, str]] = []
-                _Walk(lambda path, value, rule: found.append((list(path), rule)) or value).json(record[name], [name])
-                for path, rule in found:
-                    yield number, _pointer(path), rule
-
-
-def _after_secret_flags(argv: Any) -> list[int]:
-    """Where a command line has the value of a sensitive flag in the next word: `--api-key VALUE`."""
-    if not isinstance(argv, list):
-        return []
-    return [i for i in range(1, len(argv)) if isinstance(argv[i - 1], str) and argv[i - 1].startswith("-")
-            and "=" not in argv[i - 1] and key_is_sensitive(argv[i - 1].lstrip("-")) and isinstance(argv[i], str)
-            and not is_pseudonym(argv[i])]
+        scrub.record(record)
+        for pointer, rule in found.items():
+            yield number, pointer, rule
+        found.clear()
 
 
 def _pointer(path: list) -> str:
@@ -243,27 +240,137 @@ def _query_is_secret(name: str) -> bool:
 
 
 def _is_session(field: str, name: str) -> bool:
-    """Session ids are governed by the header rules alone (Mcp-Session-Id, a legacy endpoint's session query)."""
+    """Session ids are redacted only when token-shaped (Mcp-Session-Id, a legacy endpoint's session query),
+    whatever their name reads like."""
     name = name.lower()
     return name == "mcp-session-id" if field == "headers" else name in ("session_id", "sessionid")
 
 
-# -- walking JSON once -------------------------------------------------------------------------------------------
+# -- walking a record once ---------------------------------------------------------------------------------------
 Replace = Callable[[list, Any, str], Any]  # (path, value, rule) -> what goes in its place
 
 
-class _Walk:
-    """One pass over a JSON value: each secret found goes to `replace` with its path and rule; what it returns
-    takes its place. Containers are copied only where something changed. `keep`/`extra` are JSON pointers (as
-    lists, `*` for any one step) relative to each message: exempted, or redacted whole. `cached`: short texts
-    seen before (header values, method names, descriptions: a session repeats them) are not scanned again."""
+class _Scrub:
+    """One pass over a record's fields (FIELDS): each secret found goes to `replace` with its path and rule; what
+    it returns takes its place (the Redactor's pseudonym, or the value itself for secrets_in, which only lists
+    them). Containers are copied only where something changed. `keep`/`extra` are JSON pointers (as lists, `*`
+    for any one step) relative to each message: exempted, or redacted whole. `cached`: short texts seen before
+    (header values, method names, keys: a session repeats them) are not scanned again. `extra_headers`: more
+    header names whose value is a secret."""
 
-    __slots__ = ("replace", "keep", "extra", "cache")
+    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "depth")
 
     def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = (),
-                 cached: bool = False) -> None:
+                 cached: bool = False, extra_headers: Iterable[str] = ()) -> None:
         self.replace, self.keep, self.extra = replace, keep, extra
         self.cache: dict[str, str] | None = {} if cached else None
+        self.extra_headers = frozenset(extra_headers)
+        self.names: dict[str, dict[str, str]] = {"headers": {}, "query": {}}  # name -> how its value is treated
+        self.depth = 0  # JSON opened inside strings, now
+
+    # -- records ---------------------------------------------------------------------------------------------------
+
+    def record(self, record: dict) -> dict:
+        out = None
+        for name, value in record.items():
+            how = FIELDS.get(name)
+            if how is None or value is None:
+                continue
+            if how is TEXT:
+                new = self.text(value, [name]) if isinstance(value, str) and len(value) >= _SHORTEST else value
+            elif how is JSON_VALUE:
+                new = self.json(value, [name])
+            elif how is PAIRS:
+                new = self.pairs(value, name) if isinstance(value, list) else value
+            elif how is RAW:
+                new = self.raw(value, [name]) if isinstance(value, bytes) else value
+            elif how is TEXTS:
+                new = self.texts(value, [name]) if isinstance(value, list) else value
+            else:
+                new = self.source(value, [name])
+            if new is not value:
+                out = out or dict(record)
+                out[name] = new
+        return record if out is None else out
+
+    def texts(self, values: list, path: list) -> list:
+        out = None
+        for i, item in enumerate(values):
+            if isinstance(item, str) and len(item) >= _SHORTEST:
+                path.append(i)
+                new = self.text(item, path)
+                path.pop()
+                if new is not item:
+                    out = out or list(values)
+                    out[i] = new
+        return values if out is None else out
+
+    def raw(self, data: bytes, path: list) -> bytes:
+        if len(data) < _SHORTEST:
+            return data
+        text = data.decode("latin-1")  # a byte a character: any bytes, and the patterns are ASCII
+        redacted = self.text(text, path)
+        return data if redacted is text else redacted.encode("latin-1")
+
+    def pairs(self, pairs: list, field: str) -> list:
+        """Headers or query parameters, [name, value] each: a value under a credential's name whole (an auth
+        scheme kept in front), any other name and value scanned."""
+        names = self.names[field]
+        out = None
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
+                continue
+            name, value = pair
+            if not isinstance(name, str) or not isinstance(value, str):
+                continue
+            how = names.get(name)
+            if how is None:
+                secret = self._header_is_secret(name) if field == "headers" else _query_is_secret(name)
+                how = _SECRET if secret and not _is_session(field, name) else _SCAN
+                if len(names) < 1024:
+                    names[name] = how
+            path = [field, i, 1]
+            if how is _SECRET:
+                new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
+            else:
+                new_value = self.text(value, path) if len(value) >= _SHORTEST else value
+            new_name = name
+            if len(name) >= _SHORTEST:
+                new_name = self.cache.get(name) if self.cache is not None else None
+                if new_name is None:
+                    path[2] = 0
+                    new_name = self.text(name, path)
+            if new_value is not value or new_name != name:
+                out = out or [list(p) for p in pairs]
+                out[i] = [new_name, new_value]
+        return pairs if out is None else out
+
+    def _header_is_secret(self, name: str) -> bool:
+        return _header_is_secret(name) or name.lower() in self.extra_headers
+
+    def _secret_value(self, path: list, value: str, field: str) -> str:
+        rule = SENSITIVE_HEADER if field == "headers" else SENSITIVE_QUERY
+        if field == "headers":
+            lowered = value.lower()
+            for scheme in _SCHEMES:
+                if lowered.startswith(scheme):
+                    rest = value[len(scheme):]
+                    return value if is_pseudonym(rest) else value[: len(scheme)] + self.replace(path, rest, rule)
+        return self.replace(path, value, rule)
+
+    def source(self, source: Any, path: list) -> Any:
+        """Where a recording came from: an upstream URL, or a server's command line, whose options carry secrets
+        in any of their forms: `--api-key VALUE`, `--auth=VALUE`, `-k VALUE`, `-pVALUE`."""
+        if isinstance(source, dict) and isinstance(source.get("stdio"), list):
+            argv = source["stdio"]
+            changed = list(argv)
+            for i, part in _argv_secrets(argv):
+                changed[i] = part[0] + self.replace([*path, "stdio", i], part[1], SENSITIVE_KEY)
+            if changed != argv:
+                source = {**source, "stdio": changed}
+        return self.json(source, path)
+
+    # -- JSON --------------------------------------------------------------------------------------------------------
 
     def json(self, value: Any, path: list) -> Any:
         """A body: one message, a batch, or any JSON."""
@@ -282,18 +389,33 @@ class _Walk:
     def message(self, value: Any, path: list) -> Any:
         if not isinstance(value, dict):
             return self.value(value, path, len(path), False)
+        return self._object(value, path, len(path), False, top=True)
+
+    def _object(self, value: dict, path: list, base: int, sensitive: bool, top: bool = False) -> dict:
         out = None
-        base = len(path)
+        renamed = None
         for key, item in value.items():
-            if key in _PROTOCOL_KEYS or key in NEVER_KEYS:
+            if top and key in _PROTOCOL_KEYS or key in NEVER_KEYS:
+                continue
+            if isinstance(key, str) and len(key) >= _SHORTEST:  # a key is text a peer chose, too
+                new_key = self.cache.get(key) if self.cache is not None else None  # keys repeat: most are here
+                if new_key is None:
+                    path.append(key)
+                    new_key = self.text(key, path)
+                    path.pop()
+                if new_key != key:
+                    renamed = renamed or {}
+                    renamed[key] = new_key
+            if not top and (item is None or item is True or item is False):
                 continue
             path.append(key)
-            new = self.value(item, path, base, isinstance(key, str) and key_is_sensitive(key))
+            new = self.value(item, path, base, sensitive or isinstance(key, str) and key_is_sensitive(key))
             path.pop()
             if new is not item:
                 out = out or dict(value)
                 out[key] = new
-        return value if out is None else out
+        out = value if out is None else out
+        return out if renamed is None else {renamed.get(k, k): v for k, v in out.items()}
 
     def value(self, value: Any, path: list, base: int, sensitive: bool) -> Any:
         if self.keep or self.extra:
@@ -308,17 +430,7 @@ class _Walk:
                 return value
             return self.text(value, path)
         if isinstance(value, dict):
-            out = None
-            for key, item in value.items():
-                if key in NEVER_KEYS or item is None or item is True or item is False:
-                    continue
-                path.append(key)
-                new = self.value(item, path, base, sensitive or isinstance(key, str) and key_is_sensitive(key))
-                path.pop()
-                if new is not item:
-                    out = out or dict(value)
-                    out[key] = new
-            return value if out is None else out
+            return self._object(value, path, base, sensitive)
         if isinstance(value, list):
             out = None
             for i, item in enumerate(value):
@@ -338,23 +450,74 @@ class _Walk:
             return REDACT_PATH
         return SENSITIVE_KEY
 
+    # -- text --------------------------------------------------------------------------------------------------------
+
     def text(self, value: str, path: list) -> str:
         cache = self.cache
         if cache is not None and (seen := cache.get(value)) is not None:
             return seen
-        spans = _spans(value)
-        if spans:
-            parts, last = [], 0
-            for start, end, rule in spans:
-                parts += [value[last:start], self.replace(path, value[start:end], rule)]
-                last = end
-            parts.append(value[last:])
-            redacted = "".join(parts)
-        else:
-            redacted = value
+        redacted = self._nested(value, path) if value[0] in "{[" or value[-1:] in "}]" else None
+        if redacted is None:
+            spans = _spans(value)
+            if spans:
+                parts, last = [], 0
+                for start, end, rule in spans:
+                    parts += [value[last:start], self.replace(path, value[start:end], rule)]
+                    last = end
+                parts.append(value[last:])
+                redacted = "".join(parts)
+            else:
+                redacted = value
         if cache is not None and len(value) <= 512 and len(cache) < 4096:
             cache[value] = redacted
         return redacted
+
+    def _nested(self, value: str, path: list) -> str | None:
+        """JSON inside a string (a tool's text content, an argument, a header): opened, walked as JSON, written
+        back when something in it changed; None when it is not a JSON object or array."""
+        if self.depth >= _NESTED_JSON:
+            return None
+        stripped = value.strip()
+        if not (stripped[:1] == "{" and stripped[-1:] == "}" or stripped[:1] == "[" and stripped[-1:] == "]"):
+            return None
+        from .wire import jsonrpc
+
+        try:
+            decoded = jsonrpc.loads(stripped)
+        except (ValueError, RecursionError):
+            return None
+        self.depth += 1
+        try:
+            new = self.value(decoded, path, len(path), False)
+        finally:
+            self.depth -= 1
+        if new is decoded:
+            return value
+        import json
+
+        return json.dumps(new, ensure_ascii=False, separators=(", " if ", " in stripped else ",",
+                                                               ": " if '": ' in stripped else ":"))
+
+
+def _argv_secrets(argv: list) -> Iterator[tuple[int, tuple[str, str]]]:
+    """(index, (what stays, the secret)) for each secret a command line holds in an option: the word after
+    `--api-key`/`-k`, the part after `--auth=`, `-pVALUE`. Values already pseudonyms are left alone."""
+    for i, word in enumerate(argv):
+        if not isinstance(word, str) or not word.startswith("-") or word == "--":
+            continue
+        name, eq, value = word.partition("=")
+        if eq:  # --name=VALUE
+            if key_is_sensitive(name.lstrip("-")) and value and not is_pseudonym(value):
+                yield i, (name + "=", value)
+            continue
+        if len(word) > 2 and word[1] in _SHORT_SECRET_FLAGS and word[1] != "-" and word[2] != "-":
+            if not is_pseudonym(word[2:]):  # -pVALUE
+                yield i, (word[:2], word[2:])
+            continue
+        secret_flag = word[1:] in _SHORT_SECRET_FLAGS if len(word) == 2 else key_is_sensitive(word.lstrip("-"))
+        if secret_flag and i + 1 < len(argv) and isinstance(argv[i + 1], str) and not is_pseudonym(argv[i + 1]) \
+                and not argv[i + 1].startswith("-"):
+            yield i + 1, ("", argv[i + 1])
 
 
 def _hits(pointer: list[str], path: list) -> bool:
@@ -376,10 +539,10 @@ class Redactor:
         self.redact_paths = list(redact_paths)
         self._key = secrets.token_bytes(32)
         self._cache: dict[str, str] = {}
-        self._walk = _Walk(lambda path, value, rule: self.pseudonym(value),
-                           [pointer.parse(p, "--keep-path") for p in self.keep_paths],
-                           [pointer.parse(p, "--redact-path") for p in self.redact_paths], cached=True)
-        self._names: dict[str, dict[str, object]] = {"headers": {}, "query": {}}  # name -> how its value is treated
+        self._scrub = _Scrub(lambda path, value, rule: self.pseudonym(value),
+                             [pointer.parse(p, "--keep-path") for p in self.keep_paths],
+                             [pointer.parse(p, "--redact-path") for p in self.redact_paths], cached=True,
+                             extra_headers=self.extra_headers)
 
     def pseudonym(self, secret: str) -> str:
         found = self._cache.get(secret)
@@ -390,12 +553,6 @@ class Redactor:
                 self._cache[secret] = found
         return found
 
-    def header_is_secret(self, name: str) -> bool:
-        return _header_is_secret(name) or name.lower() in self.extra_headers
-
-    def query_is_secret(self, name: str) -> bool:
-        return _query_is_secret(name)
-
     def headers(self, pairs: Iterable[tuple[str, str]]) -> list[list[str]]:
         return self._pairs(pairs, "headers")
 
@@ -403,76 +560,22 @@ class Redactor:
         return self._pairs(pairs, "query")
 
     def _pairs(self, pairs: Iterable[tuple[str, str]], field: str) -> list[list[str]]:
-        if not self.enabled:
-            return [[k, v] for k, v in pairs]
-        names = self._names[field]
-        out = []
-        for name, value in pairs:
-            how = names.get(name)
-            if how is None:
-                how = _NEVER if _is_session(field, name) else _SECRET if (
-                    self.header_is_secret(name) if field == "headers" else self.query_is_secret(name)) else _SCAN
-                if len(names) < 1024:
-                    names[name] = how
-            if how is _SECRET and value and not is_pseudonym(value):
-                value = self._secret_value(value) if field == "headers" else self.pseudonym(value)
-            elif how is _SCAN and len(value) >= _SHORTEST:
-                value = self._walk.text(value, [])
-            out.append([name, value])
-        return out
-
-    def _secret_value(self, value: str) -> str:
-        lowered = value.lower()
-        for scheme in _SCHEMES:
-            if lowered.startswith(scheme):
-                return value[: len(scheme)] + self.pseudonym(value[len(scheme):])
-        return self.pseudonym(value)
+        listed = [[k, v] for k, v in pairs]
+        return self._scrub.pairs(listed, field) if self.enabled else listed
 
     def text(self, value: str) -> str:
-        return self._walk.text(value, []) if self.enabled and len(value) >= _SHORTEST else value
+        return self._scrub.text(value, []) if self.enabled and len(value) >= _SHORTEST else value
 
     def raw(self, data: bytes) -> bytes:
-        if not self.enabled or len(data) < _SHORTEST:
-            return data
-        text = data.decode("latin-1")  # a byte a character: any bytes, and the patterns are ASCII
-        redacted = self._walk.text(text, [])
-        return data if redacted is text else redacted.encode("latin-1")
+        return self._scrub.raw(data, []) if self.enabled else data
 
     def json(self, value: Any) -> Any:
-        return self._walk.json(value, []) if self.enabled else value
+        return self._scrub.json(value, []) if self.enabled else value
 
     def record(self, record: dict) -> dict:
         """A record with everything secret in it replaced (a copy where something changed; the same otherwise).
         Idempotent: pseudonyms are left as they are, so a redacted tape can be redacted again."""
-        if not self.enabled:
-            return record
-        out = None
-        for name in _FIELDS_TO_REDACT.intersection(record):
-            value = record[name]
-            if name in _TEXT_FIELDS:
-                new = self.text(value) if isinstance(value, str) else value
-            elif name in _JSON_FIELDS:
-                new = self._walk.json(value, []) if name != "source" else self._source(value)
-            elif name == "raw":
-                new = self.raw(value) if isinstance(value, bytes) else value
-            else:  # headers, query, comments: lists, copied anew
-                new = (self._pairs(value, name) if name != "comments" else
-                       [self.text(c) if isinstance(c, str) else c for c in value]) if isinstance(value, list) else value
-                new = value if new == value else new
-            if new is not value:
-                out = out or dict(record)
-                out[name] = new
-        return record if out is None else out
-
-    def _source(self, source: Any) -> Any:
-        """Where a recording came from: an upstream URL, or a server's command line, whose `--api-key VALUE`
-        pair is as secret as `--api-key=VALUE`."""
-        if isinstance(source, dict) and (after := _after_secret_flags(source.get("stdio"))):
-            argv = list(source["stdio"])
-            for i in after:
-                argv[i] = self.pseudonym(argv[i])
-            source = {**source, "stdio": argv}
-        return self._walk.json(source, [])
+        return self._scrub.record(record) if self.enabled else record
 
     def describe(self) -> dict:
         """What the tape says about its own redaction (names only, never values)."""
@@ -494,7 +597,9 @@ def blend(recorded: Any, live: Any) -> Any:
     around it. Returns `live` itself when nothing was blended."""
     if isinstance(recorded, str):
         if isinstance(live, str) and (holds_pseudonym(recorded) or holds_pseudonym(live)):
-            return recorded if _same_around(recorded, live) or _same_around(live, recorded) else live
+            if _same_around(recorded, live) or _same_around(live, recorded) or _same_json(recorded, live):
+                return recorded
+            return live
         if is_pseudonym(recorded) and isinstance(live, (int, float)) and not isinstance(live, bool):
             return recorded  # a number under a sensitive key was recorded as a pseudonym
         return live
@@ -506,6 +611,8 @@ def blend(recorded: Any, live: Any) -> Any:
                 if new is not item:
                     out = out or dict(live)
                     out[key] = new
+        if len(live) == len(recorded) and any(key not in recorded for key in live):
+            out = _blend_keys(recorded, out or live)  # a key redacted where a secret stood in it
         return live if out is None else out
     if isinstance(recorded, list) and isinstance(live, list) and len(recorded) == len(live):
         out = None
@@ -518,6 +625,37 @@ def blend(recorded: Any, live: Any) -> Any:
     if isinstance(live, str) and is_pseudonym(live) and isinstance(recorded, (int, float)):
         return recorded
     return live
+
+
+def _same_json(recorded: str, live: str) -> bool:
+    """JSON inside a string was redacted and written back (_Scrub._nested): the same once both are read."""
+    if recorded[:1] not in "{[" or live.strip()[:1] not in "{[":
+        return False
+    from .wire import jsonrpc
+
+    try:
+        a, b = jsonrpc.loads(recorded), jsonrpc.loads(live)
+    except (ValueError, RecursionError):
+        return False
+    return a == blend(a, b)
+
+
+def _blend_keys(recorded: dict, live: dict) -> dict | None:
+    """`live` with each key that differs only where a recorded key holds a pseudonym renamed to that key (its value
+    blended too), or None when none does."""
+    hidden = [key for key in recorded if isinstance(key, str) and key not in live and holds_pseudonym(key)]
+    if not hidden:
+        return None
+    renamed = {}
+    for key in live:
+        if key not in recorded and isinstance(key, str):
+            match = next((h for h in hidden if _same_around(h, key)), None)
+            if match is not None:
+                hidden.remove(match)
+                renamed[key] = match
+    if not renamed:
+        return None
+    return {renamed.get(k, k): blend(recorded[renamed[k]], v) if k in renamed else v for k, v in live.items()}
 
 
 _around_cache: dict[str, re.Pattern] = {}

@@ -226,7 +226,7 @@ class _KeepAlive:
 
     def post(self, message: dict, session: str | None = None) -> tuple[int, dict, bytes]:
         body = json.dumps(message).encode()
-        head = (f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
                 + (f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n" if session else "") + "\r\n")
         self.sock.sendall(head.encode() + body)

@@ -156,10 +156,9 @@ def test_regular_proxy_mode_over_https_with_mitmproxys_ca(demo_server, record, t
 
     upstream = demo_server("--tls", *self_signed(tmp_path))
     rec = record(None, "--mode", "regular", "--insecure")
-    lines = []
-    while len(lines) < 2:
-        lines.append(rec.proc.stdout.readline())
-    ca = re.search(r"trust (\S+)", lines[-1]).group(1)
+    while not (found := re.search(r"trust (\S+)", rec.proc.stdout.readline())):
+        pass  # (the lines before it: where to point the client, where it forwards)
+    ca = found.group(1)
     assert os.path.exists(ca)
     env = {**os.environ, "HTTPS_PROXY": rec.url, "https_proxy": rec.url, "NO_PROXY": "", "no_proxy": "",
            "SSL_CERT_FILE": ca}

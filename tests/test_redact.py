@@ -28,7 +28,7 @@ def test_pseudonyms_differ_between_runs_and_redaction_can_be_turned_off():
 
 
 # -- the detector: what a tape still holds -----------------------------------------------------------------------
-from mcptape.redact import is_pseudonym, secrets_in  # noqa: E402
+from mcptape.redact import is_pseudonym, secrets_in, shapes_in  # noqa: E402
 
 GITHUB = "ghp_" + "A1b2C3d4" * 5
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -48,6 +48,7 @@ def test_secrets_in_names_record_pointer_and_rule():
     ]
     assert sorted(secrets_in(tape)) == [
         (1, "/headers/0/1", "sensitive-header"),
+        (1, "/headers/1/1", "jwt"),  # a session id that is token-shaped is a secret too
         (1, "/msg/params/arguments/clientSecret", "sensitive-key"),
         (1, "/msg/params/arguments/note", "github-token"),
         (1, "/query/0/1", "sensitive-query"),
@@ -94,8 +95,9 @@ def test_redaction_never_changes_ids_schemas_progress_tokens_cursors_or_sessions
                   {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token}}]}
     r = Redactor()
     out_request, out_answer = r.record(request), r.record(answer)
-    assert out_request["session"] == session and out_request["headers"][0][1] == session
-    assert out_request["query"] == [["session_id", session]]
+    # a session id changes only when it is token-shaped, and then to one pseudonym wherever it stands
+    assert out_request["session"] == out_request["headers"][0][1] == out_request["query"][0][1] == r.text(session)
+    assert (out_request["session"] == session) == (not list(shapes_in(session)))
     msg = out_request["msg"]
     assert msg["id"] == ident and msg["params"]["cursor"] == cursor and msg["params"]["_meta"]["progressToken"] == token
     answered, progress = out_answer["msg"]

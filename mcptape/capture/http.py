@@ -149,9 +149,10 @@ class HttpCapture:
 
     def response(
         self, key: object, t: float, status: int, reason: str, headers: list[tuple[str, str]], body: Body,
-        body_problem: str | None = None,
+        body_problem: str | None = None, end: str = records.COMPLETE, detail: str | None = None,
     ) -> None:
-        """The response finished (for a streamed one, its last chunk passed)."""
+        """The response finished (for a streamed one, its last chunk passed). `end`: how the exchange ended, when
+        the answer is the recorder's own (a 502 for an unreachable upstream)."""
         ex = self._exchanges.get(key)
         if ex is None:
             return
@@ -163,7 +164,7 @@ class HttpCapture:
             self._write(ex, records.http_response(
                 t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), fields
             ))
-        self._end(key, self.clock(), records.COMPLETE)
+        self._end(key, self.clock(), end, detail)
 
     def exchange_number(self, key: object) -> int | None:
         ex = self._exchanges.get(key)

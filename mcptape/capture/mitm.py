@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Optional
 
 from mitmproxy import ctx, exceptions
 from mitmproxy import http as mhttp
+from mitmproxy.net.http import url
 from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
 from .. import TOOL, edits
+from ..guard import Guard, HostList
 from ..redact import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
@@ -32,6 +36,9 @@ from .bounded import Bounded
 from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
+REFUSED = "mcptape.refused"  # flow.metadata key: answered by the Host/Origin or destination checks
+UNREACHABLE = "mcptape.unreachable"  # flow.metadata key: why the upstream could not be reached, if it could not
+UPSTREAM_TIMEOUT = 10.0  # seconds a connect to the upstream may take
 
 logger = logging.getLogger("mcptape")
 
@@ -143,6 +150,7 @@ class _TapeSink:
     def __init__(self, writer: Writer, watch: Callable[[records.Record], None] | None = None) -> None:
         self.writer, self.watch = writer, watch
         self.failure: str | None = None
+        self.exchanges = 0  # whose request is on disk: what the closing summary counts
 
     def write(self, record: records.Record) -> None:
         if self.failure is not None:
@@ -153,6 +161,8 @@ class _TapeSink:
             self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
             logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
             return
+        if record.get("kind") == records.HTTP_REQUEST:
+            self.exchanges += 1
         if self.watch is not None:
             try:
                 self.watch(record)
@@ -172,8 +182,16 @@ class Recorder:
         self.keep: int | None = None  # mcptape_store_streamed_bodies, in bytes
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
-        self.exchanges = 0  # recorded by the last capture, for the closing summary
+        self.exchanges = 0  # on disk from the last capture, for the closing summary
+        self._sink: _TapeSink | None = None
         self.failure: str | None = None  # why the last capture stopped writing early, if it did
+        self.guard: Guard | None = None  # reverse mode: who may come in (Host, Origin); guard.py
+        self.destinations: HostList | None = None  # regular mode: where requests may go (None: anywhere)
+        self._host_header = False  # reverse mode: we, not mitmproxy, present the upstream's Host (after the guard)
+        self.refused = 0  # requests the guard answered (said on stderr once)
+        self.upstream_down = False  # said so on stderr, until the upstream answers again
+        self._lazy = False  # mitmproxy connects upstream only once a request is read
+        self._upstream: set[str] = set()  # client connections with a connection open upstream
 
     def load(self, loader) -> None:
         mcp_view.register()  # bodies in mitmweb read as MCP wherever the recorder runs
@@ -194,6 +212,14 @@ class Recorder:
         loader.add_option("mcptape_store_streamed_bodies", Optional[str], None,
                           "Keep each recorded SSE body on its flow when its stream ends, up to this size (e.g. 1m), "
                           "so mitmweb and -w files show it. Off by default: mitmproxy keeps no streamed body.")
+        loader.add_option("mcptape_allow_host", Sequence[str], [],
+                          "Reverse mode: also accept requests with this Host (NAME or NAME:PORT; loopback names and "
+                          "the listen address always are; repeatable).")
+        loader.add_option("mcptape_allow_origin", Sequence[str], [],
+                          "Reverse mode: also accept requests from this Origin (loopback origins always are; "
+                          "repeatable).")
+        loader.add_option("mcptape_allow_dest", Sequence[str], [],
+                          "Regular mode: forward only to this HOST or HOST:PORT (repeatable). Default: anywhere.")
         loader.add_option("mcptape_edit", Sequence[str], [],
                           "Inject a fault into live traffic, e.g. 'expire-session at=tools/call#2' (repeatable).")
 
@@ -201,12 +227,14 @@ class Recorder:
         if not any(name.startswith("mcptape_") for name in updated):
             return
         self._close("reconfigured")
+        self._sink = None
         try:
             parsed = [edits.parse(e) for e in ctx.options.mcptape_edit]
             edits.check_transport(parsed, live=True)
         except edits.EditError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.editor = edits.Editor(parsed) if parsed else None
+        self._configure_modes()
         try:
             self.keep = human.parse_size(ctx.options.mcptape_store_streamed_bodies)
         except ValueError as e:
@@ -231,25 +259,118 @@ class Recorder:
             raise exceptions.OptionsError(str(e)) from None
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
-        self.capture = HttpCapture(_TapeSink(self.writer, self.watch), redactor, scope, self.clock)
+        self._sink = _TapeSink(self.writer, self.watch)
+        self.capture = HttpCapture(self._sink, redactor, scope, self.clock)
         first = _next_exchange(self.writer)
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
+    def _configure_modes(self) -> None:
+        """What each proxy mode lets in and out. In reverse mode the client talks to us as to a server, so we check
+        Host and Origin as a server must (a regular proxy's Host names the destination); mitmproxy would rewrite
+        Host to the upstream's before any hook sees it, so we keep the client's Host, check it, and rewrite it
+        ourselves. In regular mode, --allow-dest limits where requests go."""
+        reverse = any(mode_specs.ProxyMode.parse(m).type_name == "reverse" for m in ctx.options.mode)
+        self.destinations = HostList(ctx.options.mcptape_allow_dest) if ctx.options.mcptape_allow_dest else None
+        self._lazy = getattr(ctx.options, "connection_strategy", None) == "lazy"
+        # (an addon test's options may hold only ours: then mitmproxy rewrites nothing either)
+        self.guard = Guard(getattr(ctx.options, "listen_host", None), ctx.options.mcptape_allow_host,
+                           ctx.options.mcptape_allow_origin) if reverse else None
+        if reverse and getattr(ctx.options, "keep_host_header", True) is False:
+            self._host_header = True
+            ctx.options.keep_host_header = True
+
+    def http_connect(self, flow: mhttp.HTTPFlow) -> None:
+        self._refused_destination(flow)
+
+    def _refused_destination(self, flow: mhttp.HTTPFlow) -> bool:
+        """Regular mode with --allow-dest: a request (or a CONNECT) for anywhere else gets 403 here."""
+        if self.destinations is None or not isinstance(flow.client_conn.proxy_mode, mode_specs.RegularMode):
+            return False
+        if (flow.request.host, flow.request.port) in self.destinations:
+            return False
+        where = human.format_address((flow.request.host, flow.request.port))
+        text = f"mcptape: {where} is not an allowed destination (--allow-dest)"
+        body = {"jsonrpc": "2.0", "error": {"code": -32000, "message": f"Forbidden: {text}"}}
+        flow.response = mhttp.Response.make(403, json.dumps(body), {"content-type": http.JSON})
+        return True
+
+    def _refused(self, flow: mhttp.HTTPFlow) -> bool:
+        if self._refused_destination(flow):
+            return True
+        mode = flow.client_conn.proxy_mode
+        if self.guard is None or not isinstance(mode, mode_specs.ReverseMode):
+            return False
+        if refusal := self.guard.check(headers_of(flow.request.headers)):
+            flow.response = mhttp.Response.make(refusal.status, refusal.body, _mitm_headers(refusal.headers))
+            if not self.refused:  # a page probing us can send many: say it once
+                logger.warning(f"{refusal.reason}; refused (421/403), not forwarded nor recorded")
+            self.refused += 1
+            return True
+        if self._host_header:  # as mitmproxy would have
+            scheme = "https" if mode.scheme in ("https", "http3", "tls", "quic") else "http"
+            flow.request.host_header = url.hostport(scheme, *mode.address)
+        return False
+
     def requestheaders(self, flow: mhttp.HTTPFlow) -> None:
+        if self._refused(flow):  # before a large body could stream upstream
+            flow.metadata[REFUSED] = True
+            return
         if self.capture is not None:
             _stream_if_large(flow.request, self.capture.limit)
 
     async def request(self, flow: mhttp.HTTPFlow) -> None:
+        if REFUSED in flow.metadata:
+            return
         self._record_request(flow)
         if self.editor is not None:
             try:
                 delay = self._edit_request(flow)
             except Exception as e:
                 logger.error(f"mcptape: applying an edit failed: {type(e).__name__}: {e}")
-                return
+                delay = 0.0
             if delay:
                 await asyncio.sleep(delay)  # the server gets the request late, so its answer comes late
+        if flow.response is None and flow.live and (cause := await self._unreachable(flow)):
+            self._answer_unreachable(flow, cause)
+
+    def server_connected(self, data) -> None:
+        self._upstream.add(data.client.id)
+
+    def server_disconnected(self, data) -> None:
+        self._upstream.discard(data.client.id)
+
+    def client_disconnected(self, client) -> None:
+        self._upstream.discard(client.id)
+
+    async def _unreachable(self, flow: mhttp.HTTPFlow) -> str | None:
+        """Reverse mode, before the first request of a client connection goes upstream: why the upstream cannot be
+        reached, else None. mitmproxy would answer an HTML 502 the client cannot read and say nothing; a TCP
+        connect (closed at once) finds out first, so the client gets a JSON-RPC error that names the cause. A
+        connection already open upstream is not tried again."""
+        mode = flow.client_conn.proxy_mode
+        if not self._lazy or not isinstance(mode, mode_specs.ReverseMode) or flow.client_conn.id in self._upstream:
+            return None  # (eager: mitmproxy connected when the client did)
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(*mode.address), UPSTREAM_TIMEOUT)
+        except TimeoutError:
+            return f"no answer in {UPSTREAM_TIMEOUT:g} s"
+        except OSError as e:
+            return os.strerror(e.errno) if e.errno else str(e)  # "Connection refused", not asyncio's wording
+        writer.close()
+        return None
+
+    def _answer_unreachable(self, flow: mhttp.HTTPFlow, cause: str) -> None:
+        where = human.format_address(flow.client_conn.proxy_mode.address)
+        msg = jsonrpc.parse(content_of(flow.request)[0]).msg if flow.request.method == "POST" else None
+        error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                 "error": {"code": -32603, "message": f"mcptape: the upstream {where} is unreachable ({cause})"}}
+        flow.response = mhttp.Response.make(502, json.dumps(error), {"content-type": http.JSON})
+        flow.metadata[UNREACHABLE] = cause
+        if not self.upstream_down:  # once an outage; each request is recorded
+            logger.warning(f"mcptape: the upstream {where} is unreachable ({cause}); clients get 502 and each "
+                           f"request is recorded as upstream-unreachable; the next request tries again")
+            self.upstream_down = True
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
@@ -335,6 +456,8 @@ class Recorder:
         self._channels[session] = channel
 
     async def response(self, flow: mhttp.HTTPFlow) -> None:
+        if flow.client_conn.id in self._upstream:
+            self.upstream_down = False  # it is back: a later outage is said again
         plan: edits.Plan | None = flow.metadata.get(PLAN)
         if plan is not None and plan.drop and not plan.replaces_answer:
             await self._withhold(flow)
@@ -360,6 +483,8 @@ class Recorder:
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
             headers_of(flow.response.headers), body, problem,
+            records.UPSTREAM_UNREACHABLE if UNREACHABLE in flow.metadata else records.COMPLETE,
+            flow.metadata.get(UNREACHABLE),
         )
 
     @_guarded
@@ -382,9 +507,9 @@ class Recorder:
     def _close(self, reason: str) -> None:
         if self.capture is not None:
             try:
-                self.exchanges = self.capture.recorded
+                self.exchanges = self._sink.exchanges if self._sink is not None else 0
                 self.capture.stop(self.clock(), reason)
-                self.failure = getattr(self.capture.sink, "failure", None)
+                self.failure = self._sink.failure if self._sink is not None else None
             except Exception as e:
                 logger.error(f"mcptape: closing the tape failed: {e}")
             self.capture = None

@@ -22,7 +22,7 @@ class RecordingError(Exception):
 
 def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | None = None,
                 edits: tuple[str, ...] | list[str] = (), write_mode: str = "new",
-                ready_fd: int | None = None) -> list[str]:
+                ready_fd: int | None = None, allow_hosts=(), allow_origins=()) -> list[str]:
     """The `mcptape record` command line for a tape: in front of an HTTP upstream, or wrapping a stdio server's
     command (then it is what the client runs as its server). `ready_fd`: the descriptor the recorder announces its
     address on (see `start`)."""
@@ -33,6 +33,10 @@ def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | 
         argv += ["--edit", edit]
     if command is not None:
         return [*argv, "--", *command]
+    for host in allow_hosts:
+        argv += ["--allow-host", host]
+    for origin in allow_origins:
+        argv += ["--allow-origin", origin]
     ready = ["--ready-fd", str(ready_fd)] if ready_fd is not None else []
     return [*argv, "--upstream", upstream, "--listen", "127.0.0.1:0", *ready]
 
@@ -54,13 +58,15 @@ def start(argv: list[str], **popen) -> tuple[subprocess.Popen, dict | None]:
 
 @contextmanager
 def recording(tape: str, *, upstream: str | None = None, command: list[str] | None = None,
-              edits: tuple[str, ...] | list[str] = (), force: bool = False) -> Iterator:
+              edits: tuple[str, ...] | list[str] = (), force: bool = False, allow_hosts=(),
+              allow_origins=()) -> Iterator:
     """Record into `tape` for the length of the block.
 
     upstream=URL: yields the URL to point the client at (a reverse proxy on a free port in front of URL).
     command=[...]: yields the argv to start the stdio server through the recorder; every start of it appends a
     run to the tape (a client may start its server more than once).
     `force` replaces an existing tape; without it an existing tape is refused, as `mcptape record` does.
+    `allow_hosts`, `allow_origins`: what the recorder accepts beyond loopback (guard.py).
     """
     if (upstream is None) == (command is None):
         raise ValueError("recording() needs upstream=URL or command=[...], not both")
@@ -72,7 +78,8 @@ def recording(tape: str, *, upstream: str | None = None, command: list[str] | No
     if command is not None:
         yield record_argv(tape, command=list(command), edits=edits, write_mode="append")
         return
-    proc, ready = start(record_argv(tape, upstream=upstream, edits=edits), stdin=subprocess.DEVNULL,
+    proc, ready = start(record_argv(tape, upstream=upstream, edits=edits, allow_hosts=allow_hosts,
+                                    allow_origins=allow_origins), stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if ready is None:
         proc.wait()

@@ -62,15 +62,17 @@ class Result:
 class Gauntlet:
     def __init__(self, tape: str, command: list[str], faults: list[str] | None = None, at: list[str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_runs: int = DEFAULT_MAX_RUNS, stdio: bool | None = None,
-                 logs: str | None = None) -> None:
+                 logs: str | None = None, allow: dict | None = None) -> None:
         """Raises ValueError for an unknown fault or a bad position, TapeError for a tape that cannot be read.
-        `stdio`: the client spawns its server (default: when `{server}` is in its command)."""
+        `stdio`: the client spawns its server (default: when `{server}` is in its command). `allow`: the replays'
+        allow_hosts and allow_origins (replay.serving)."""
         from ..edits import parse
         from ..replay.recorded import load
 
         if not command:
             raise ValueError("give the client command after --, with {url} (or {server}) where the replay goes")
         self.tape, self.command, self.timeout, self.logs = tape, list(command), timeout, logs
+        self.allow = allow or {}
         self.stdio = uses_stdio(command) if stdio is None else stdio
         self.recording = load(tape)
         self.recorded_requests = recorded_requests(self.recording)

@@ -135,7 +135,8 @@ def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
         background = Background()
         try:
             replayer = Replayer(gauntlet.recording, [], Editor([parse(edit)]))
-            replay, close = background.enter(serving(gauntlet.tape, log=log, replayer=replayer, log_mode="force"))
+            replay, close = background.enter(serving(gauntlet.tape, log=log, replayer=replayer, log_mode="force",
+                                                          **gauntlet.allow))
             try:
                 env["MCPTAPE_URL"] = replay.url
                 exit_code = _client(gauntlet, run, expand(gauntlet.command, replay.url, None), env, workdir)

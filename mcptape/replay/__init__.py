@@ -50,11 +50,14 @@ def pace_function(spec: str):
 async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tuple[str, ...] = (),
                   log: str | None = None, pace: str = "fast", replayer: Replayer | None = None,
                   edits: tuple[str, ...] = (), log_mode: str = "new",
-                  sock: socket.socket | None = None) -> AsyncIterator[Replay]:
+                  sock: socket.socket | None = None, allow_hosts: tuple[str, ...] = (),
+                  allow_origins: tuple[str, ...] = ()) -> AsyncIterator[Replay]:
     """`sock`: a socket already listening, to serve on instead of host:port (its clients may already be
-    connecting: they wait in its backlog until the replay is up)."""
+    connecting: they wait in its backlog until the replay is up). `allow_hosts`, `allow_origins`: what the
+    Host and Origin checks accept beyond loopback and the listen address (guard.py)."""
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
+    from ..guard import Guard
     from ..redact import Redactor
     from ..tape import records
     from ..tape.file import Writer
@@ -74,7 +77,8 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()), log_mode)  # "force" replaces
         capture = HttpCapture(writer, redactor, Scope(set(replayer.recording.paths)))
         capture.start(time.time(), TOOL, {"replay": tape}, 0)
-    replay = HttpReplay(replayer, capture, pace_function(pace))
+    listen = sock.getsockname()[0] if sock is not None else host
+    replay = HttpReplay(replayer, capture, pace_function(pace), Guard(listen, allow_hosts, allow_origins))
     if sock is not None:
         server = await asyncio.get_running_loop().create_server(replay.protocol, sock=sock)
     else:

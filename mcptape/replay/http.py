@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 
 from .. import edits
 from ..capture.http import HttpCapture
+from ..guard import Guard
 from ..wire import http
 from .connection import Connection, Exchange, Pace, Request, then
 from .legacy import Legacy
@@ -23,8 +24,10 @@ from .streamable import Streamable
 
 
 class HttpReplay:
-    def __init__(self, replayer: Replayer, log: HttpCapture | None = None, pace: Pace | None = None) -> None:
+    def __init__(self, replayer: Replayer, log: HttpCapture | None = None, pace: Pace | None = None,
+                 guard: Guard | None = None) -> None:
         self.replayer = replayer
+        self.guard = guard or Guard()
         self.log = log
         self.editor = replayer.editor
         self.paths = replayer.recording.paths or {"/mcp"}
@@ -42,6 +45,8 @@ class HttpReplay:
         ex = Exchange(conn, self._keys, self.log)
         if self.log is not None:
             self.log.request(ex.key, id(conn), time.time(), req.method, req.target, req.headers, req.body)
+        if refusal := self.guard.check(req.headers):  # before anything of the tape is served
+            return ex.send(refusal.status, refusal.headers, refusal.body)
         if req.path not in self.paths:
             return ex.send(404, [("content-type", "text/plain")], b"Not Found")
         if self.editor is None:

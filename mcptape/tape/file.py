@@ -18,6 +18,7 @@ types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import struct
@@ -307,16 +308,36 @@ class Writer:
     """Appends records to a tape, one unbuffered write each, so every record is on disk as soon as it is written.
 
     mode: "new" refuses an existing file, "force" replaces it, "append" continues it (a torn tail is cut off first).
-    The file is locked while it is written: two recorders never write one tape.
+    The file is locked while it is written: two recorders never write one tape. `whole`: the tape appears at its
+    path only once closed, complete (import, redact); a failure leaves nothing behind. Where it goes (a symlink's
+    target, a device or FIFO written in place) is output.Output's to say, as for every file mcptape writes.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: Record, mode: str = "new") -> None:
+    def __init__(self, path: str | os.PathLike[str], header: Record, mode: str = "new", whole: bool = False) -> None:
+        from ..output import Output, OutputError
+
         self.path = os.fspath(path)
         self.existing: Tape | None = None
         self.repaired: str | None = None
+        self._out: Output | None = None
+        try:
+            out = Output(self.path, force=mode != "new")
+        except OutputError as e:
+            if "already exists" in str(e):
+                e = f"{self.path} already exists (use --append to add to it or --force to replace it)"
+            raise TapeError(str(e)) from None
+        if whole or out.in_place:  # (a device or FIFO cannot be locked, read back or cut)
+            try:
+                fd = out.open()
+            except OutputError as e:
+                raise TapeError(str(e)) from None
+            self._out = out
+            self._file: BinaryIO = open(fd, "wb", buffering=0)
+            self._start(header)
+            return
         flags = {"new": os.O_CREAT | os.O_EXCL, "force": os.O_CREAT, "append": os.O_CREAT}[mode]
         try:
-            fd = os.open(self.path, os.O_RDWR | flags, 0o644)
+            fd = os.open(out.real, os.O_RDWR | flags, 0o644)
         except FileExistsError:
             raise TapeError(f"{self.path} already exists (use --append to add to it or --force to replace it)") from None
         except OSError as e:
@@ -326,7 +347,7 @@ class Writer:
         except BlockingIOError:
             os.close(fd)
             raise TapeError(f"{self.path} is being written by another mcptape right now") from None
-        self._file: BinaryIO = open(fd, "r+b", buffering=0)
+        self._file = open(fd, "r+b", buffering=0)
         if mode == "append" and os.fstat(fd).st_size > 0:
             if os.pread(fd, 4, 0) == ZIP_MAGIC:  # a bundle is read where it lies, never written into
                 self._file.close()
@@ -342,19 +363,61 @@ class Writer:
             self._file.seek(0, os.SEEK_END)
             return
         self._file.truncate(0)
-        self._file.write(MAGIC + encode(header))
+        self._start(header)
+
+    def _start(self, header: Record) -> None:
+        try:
+            self._file.write(MAGIC + encode(header))
+        except OSError as e:
+            self.close(failed=True)
+            raise TapeError(f"cannot write {self.path}: {e.strerror}") from None
 
     def write(self, record: Record) -> None:
-        self._file.write(encode(record))
+        """One record, all of it or none: a write cut short (a full disk, a file size limit) is taken back, so the
+        tape ends on a whole record and what was on disk before stays readable; then it raises OSError."""
+        frame = encode(record)
+        written = self._file.write(frame)
+        if written != len(frame):
+            self._short(frame, written or 0)
 
-    def close(self) -> None:
-        self._file.close()
+    def _short(self, frame: bytes, written: int) -> None:
+        try:
+            while written < len(frame):
+                n = self._file.write(frame[written:])
+                if not n:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += n
+        except OSError:
+            if self._file.seekable():
+                end = self._file.seek(0, os.SEEK_CUR) - written
+                self._file.truncate(end)
+                self._file.seek(end)
+            raise
+
+    def close(self, failed: bool = False) -> None:
+        """`failed`: a whole tape is thrown away (nothing appears at its path)."""
+        from ..output import OutputError
+
+        try:
+            self._file.close()
+        except OSError as e:
+            if self._out is not None:
+                self._out.discard()
+            raise TapeError(f"cannot write {self.path}: {e.strerror}") from None
+        if self._out is not None:
+            if failed:
+                self._out.discard()
+                return
+            try:
+                self._out.commit()
+            except OutputError as e:
+                raise TapeError(str(e)) from None
 
     def __enter__(self) -> Writer:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type | None, *exc: object) -> None:
+        self.close(failed=kind is not None)
 
 
 def create_from_template(
@@ -367,14 +430,18 @@ def create_from_template(
 
     stamp = _time.localtime(when)
     fields = {"date": _time.strftime("%Y%m%d", stamp), "time": _time.strftime("%H%M%S", stamp), "pid": os.getpid()}
+    given = template
     if directory and not os.path.isabs(template):
         template = os.path.join(directory, template)
     try:
-        template.format(n=1, **fields)
+        first = template.format(n=1, **fields)
     except (KeyError, IndexError, ValueError) as e:
         raise TapeError(f"-o {template!r}: unknown field {e} (use {{date}}, {{time}}, {{pid}}, {{n}})") from None
+    if directory and not _inside(first, directory):
+        # $MCPTAPE_DIR is where a client's config says every tape goes: a name (or a field) must not lead out
+        raise TapeError(f"-o {given!r} leads out of MCPTAPE_DIR={directory}: name a file inside it")
     if "{n}" not in template:
-        return Writer(template.format(n=1, **fields), header, mode)
+        return Writer(first, header, mode)
     for n in range(1, 100_000):
         try:
             return Writer(template.format(n=n, **fields), header, "new")
@@ -382,3 +449,8 @@ def create_from_template(
             if "already exists" not in str(e) and "being written" not in str(e):
                 raise
     raise TapeError(f"-o {template!r}: no free file name left")
+
+
+def _inside(path: str, directory: str) -> bool:
+    folder = os.path.realpath(directory)
+    return os.path.commonpath([os.path.realpath(path), folder]) == folder

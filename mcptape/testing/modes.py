@@ -53,5 +53,11 @@ def record_mode(config: pytest.Config, marked: str | None) -> RecordMode:
     return RecordMode(config.getoption("mcptape_record_mode") or os.environ.get(ENV_MODE) or marked or "none")
 
 
+def allowed(config: pytest.Config) -> dict:
+    """The Host and Origin values replays and recordings accept beyond loopback, as replay.serving takes them."""
+    return {"allow_hosts": tuple(config.getoption("mcptape_allow_host") or ()),
+            "allow_origins": tuple(config.getoption("mcptape_allow_origin") or ())}
+
+
 def upstream(config: pytest.Config) -> str | None:
     return config.getoption("mcptape_upstream") or os.environ.get(ENV_UPSTREAM) or None

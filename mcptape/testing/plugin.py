@@ -53,6 +53,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mcptape-upstream", metavar="URL", default=None,
                     help=f"The MCP server to record from, for tapes whose marker names no upstream= or command= "
                          f"(or ${ENV_UPSTREAM}).")
+    group.addoption("--mcptape-allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                    help="Replays and recordings also accept this Host (loopback always; repeatable).")
+    group.addoption("--mcptape-allow-origin", action="append", default=[], metavar="ORIGIN",
+                    help="Replays and recordings also accept this Origin (loopback always; repeatable).")
     group.addoption("--mcptape-unused", action="store_true",
                     help="At the end, list the tapes in the test modules' cassette folders that no test used.")
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from .modes import RERECORD, SPECS, RecordMode, record_mode, upstream
+from .modes import RERECORD, SPECS, RecordMode, allowed, record_mode, upstream
 from .plugin import STATE
 
 SUFFIX = ".mcptape"
@@ -329,7 +329,8 @@ class Tape:
         self._keep_old = keep_old
         try:
             value = self._stack.enter_context(recording(self._partial, upstream=up, command=command, force=True,
-                                                        edits=[e.text for e in self.spec.edits]))
+                                                        edits=[e.text for e in self.spec.edits],
+                                                        **allowed(self._item.config)))
         except RecordingError as e:
             pytest.fail(f"mcptape: cannot record {_shown(self.path)} from {up}: {e}", pytrace=False)
         if command is None:
@@ -432,7 +433,8 @@ class Tape:
             sock.listen(128)
             self._url = f"http://127.0.0.1:{sock.getsockname()[1]}{self._replayer.recording.entry}"
             entered, leave = self._state.background.start(
-                serving(self.path, log=str(self._workdir / "http.mcptape"), replayer=self._replayer, sock=sock))
+                serving(self.path, log=str(self._workdir / "http.mcptape"), replayer=self._replayer, sock=sock,
+                        **allowed(self._item.config)))
             self._stack.callback(self._stop_replay, entered, leave)
         return self._url
 

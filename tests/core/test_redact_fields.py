@@ -1,0 +1,67 @@
+"""Redaction's name rules and its one table of fields (redact.FIELDS), in memory."""
+
+import pytest
+
+from mcptape.redact import FIELDS, Redactor, blend, is_pseudonym, key_is_sensitive, secrets_in
+from mcptape.tape import records
+
+SK = "sk-" + "a1B2" * 8
+
+
+@pytest.mark.parametrize("key", ["auth", "pass", "pin", "sessionKey", "session_key", "authKey", "accessToken",
+                                 "clientSecret", "x_password", "userPin"])
+def test_credential_keys_are_sensitive(key):
+    assert key_is_sensitive(key)
+
+
+@pytest.mark.parametrize("key", ["token_count", "maxTokens", "tokenType", "authUrl", "passwordMinLength", "pinned",
+                                 "author", "passes", "spinner", "inputSchema", "id", "sessionId", "keys"])
+def test_counts_types_and_lookalikes_are_not(key):
+    assert not key_is_sensitive(key)
+
+
+def test_header_and_query_name_rules():
+    r = Redactor()
+    headers = r.headers([("X-Custom-Auth", "v1"), ("Authentication", "v2"), ("WWW-Authenticate", 'Bearer realm="x"'),
+                         ("Content-Length", "12"), ("Mcp-Session-Id", "plain-session-1")])
+    assert [is_pseudonym(v) for _, v in headers] == [True, True, False, False, False]
+    query = r.query([("session_key", "q"), ("sessionId", "plain-session-1"), ("page", "2")])
+    assert [is_pseudonym(v) for _, v in query] == [True, False, False]
+
+
+def test_ids_schemas_and_protocol_keys_are_never_touched_even_when_token_shaped():
+    msg = {"jsonrpc": "2.0", "id": SK, "method": "tools/list", "result": {
+        "tools": [{"name": "t", "inputSchema": {"properties": {"password": {"type": "string"}}}}], "nextCursor": SK}}
+    assert Redactor().json(msg) == msg
+
+
+def test_a_session_id_and_an_event_id_change_only_when_token_shaped_and_to_one_pseudonym():
+    r = Redactor()
+    plain = records.sse_event(1.0, 0, type("E", (), {"id": "42", "event": None, "retry": None, "comments": [],
+                                                      "data": None, "problems": [], "incomplete": False})())
+    assert r.record(plain)["id"] == "42"
+    request = {"kind": "http.request", "t": 1.0, "exchange": 0, "method": "GET", "path": "/mcp", "session": SK,
+               "headers": [["Mcp-Session-Id", SK], ["Last-Event-ID", SK]]}
+    event = {"kind": "sse.event", "t": 1.0, "exchange": 0, "id": SK}
+    out, out_event = r.record(request), r.record(event)
+    assert is_pseudonym(out["session"])
+    assert out["session"] == out["headers"][0][1] == out["headers"][1][1] == out_event["id"]
+
+
+def test_every_field_of_the_table_is_read_by_the_detector_and_the_redactor():
+    for field, how in FIELDS.items():
+        value = {"text": f"x {SK}", "json": {"note": SK}, "raw": f"x {SK}".encode(), "pairs": [["X-Note", SK]],
+                 "texts": [SK], "source": {"stdio": ["srv", SK]}}[how]
+        record = {"kind": "any", "t": 0.0, field: value}
+        assert [rule for _, _, rule in secrets_in([record])] == ["sk-key"], field
+        redacted = Redactor().record(record)
+        assert SK not in repr(redacted) and list(secrets_in([redacted])) == [], field
+
+
+def test_keys_redacted_in_a_recording_still_match_the_live_key():
+    r = Redactor()
+    recorded = r.json({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {SK: 1, "b": 2}})
+    assert SK not in repr(recorded)
+    live = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"sk-" + "z9" * 16: 1, "b": 2}}
+    assert blend(recorded, live) == recorded
+    assert blend(recorded, {**live, "params": {"other": 1, "c": 2}}) != recorded  # what is not redacted still counts
