@@ -827,11 +827,14 @@ def bundle(tapes, output, force, redact, allow_secrets):
 @click.option("--force", is_flag=True, help="Replace the --log FILE if it exists.")
 @click.option("--ignore", multiple=True, metavar="POINTER",
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
+@click.option("--match-meta", is_flag=True, help="Compare every params._meta key when matching (default: only those "
+                                                 "with protocol meaning; docs/matching.md).")
 @click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
 @_guard_options
 @_edit_options
-def replay(tape, listen, stdio, log, force, ignore, pace, strict, allow_hosts, allow_origins, edit, edits_file):
+def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, allow_hosts, allow_origins, edit,
+           edits_file):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -848,7 +851,7 @@ def replay(tape, listen, stdio, log, force, ignore, pace, strict, allow_hosts, a
     editor = _editor(edit, edits_file, stdio=stdio)
     try:
         pace_function(pace)
-        replayer = Replayer(load(tape), list(ignore), editor)
+        replayer = Replayer(load(tape), list(ignore), editor, match_meta)
     except ValueError as e:
         raise Failure(str(e)) from None
     for warning in replayer.warnings:
@@ -937,18 +940,25 @@ def _replay_summary(replayer, strict: bool) -> None:
 @click.option("--stdio", is_flag=True, help="The client spawns its server from $MCPTAPE_SERVER (implied by {server}).")
 @click.option("--logs", metavar="DIR", type=click.Path(file_okay=False),
               help="Keep each run's replay log and client output under DIR (default: thrown away).")
+@click.option("--ignore", multiple=True, metavar="POINTER",
+              help="Ignore this part of requests when the replay matches them (JSON pointer, e.g. "
+                   "/params/arguments/threadId), as `mcptape replay --ignore`.")
+@click.option("--match-meta", is_flag=True, help="Compare every params._meta key when the replay matches requests "
+                                                 "(default: only those with protocol meaning).")
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
 @click.option("--fail-on", default="failed,hung", show_default=True, metavar="LIST",
               help="Verdicts that make the exit status 1: comma-separated from surfaced, failed, hung, "
                    "not-reached; or never.")
 @_guard_options
-def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fmt, fail_on, allow_hosts,
-             allow_origins):
+def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, ignore, match_meta, fmt, fail_on,
+             allow_hosts, allow_origins):
     """Run a client once per fault and position against the tape's replay; score how it recovers.
 
     The client reaches each run's replay through {url} in its arguments (and $MCPTAPE_URL), or spawns it through
-    {server}, which becomes the stdio replay command's arguments (and $MCPTAPE_SERVER, shell-quoted). Each run is
-    recovered, surfaced, failed (a named protocol fault) or hung; `mcptape gauntlet --format md` renders on GitHub.
+    {server}, which becomes the stdio replay command's arguments (and $MCPTAPE_SERVER, shell-quoted). The client
+    first runs once with no fault (its baseline); each run is then recovered, surfaced, failed (a protocol fault the
+    fault caused) or hung; `mcptape gauntlet --format md` renders on GitHub. Exit 2 when a client or replay could
+    not start (error); stopped by Ctrl-C, SIGTERM or SIGHUP it prints the runs done and exits 130, 143 or 129.
 
     \b
     Examples:
@@ -956,7 +966,7 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
       mcptape gauntlet run.mcptape --faults expire-session,drop --at tools/call#1 --timeout 5 -- python client.py {url}
       mcptape gauntlet run.mcptape --format json -j 4 -- python stdio_client.py {server}
     """
-    from .gauntlet import Gauntlet, scorecard
+    from .gauntlet import Gauntlet, Stopped, scorecard
     from .gauntlet.runner import FAILED, HUNG, NOT_REACHED, SURFACED
     from .tape.file import TapeError
 
@@ -973,7 +983,7 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
                       "mcptape gauntlet run.mcptape -- python client.py {url}")
     try:
         runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs,
-                          {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
+                          list(ignore), match_meta, {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
     except TapeError as e:
         raise Failure(str(e)) from None
     except ValueError as e:  # an unknown fault, a bad selector (EditError is one)
@@ -982,13 +992,30 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, fm
         click.echo(f"mcptape: warning: {warning}", err=True)
     if not runner.stdio and not any("{url}" in arg for arg in command):
         click.echo("mcptape: note: the client command has no {url}: it must read $MCPTAPE_URL", err=True)
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop: kill the runs in flight, then exit
+    stopped_by: list[int] = []
+
+    def stop(signum, frame) -> None:  # the first signal stops the runs; the scorecard of those done still prints
+        if not stopped_by:
+            stopped_by.append(128 + signum)
+            raise Stopped(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         result = runner.run(jobs)
+    except Stopped:  # between the runs and the scorecard: nothing finished to show
+        result = None
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    code = _exit_with(1 if result.failing(fail_on) else 0)
-    click.echo(scorecard.FORMATS[fmt](result, fail_on), nl=False)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if result is None:
+        raise SystemExit(stopped_by[0] if stopped_by else 130)
+    code = _exit_with(stopped_by[0] if stopped_by else 2 if result.errors else 1 if result.failing(fail_on) else 0)
+    try:
+        click.echo(scorecard.FORMATS[fmt](result, fail_on), nl=False)
+        if result.errors:
+            click.echo(f"mcptape: {len(result.errors)} run(s) could not be judged: {result.errors[0].why}", err=True)
+    except OSError:
+        pass  # the terminal is gone (SIGHUP): the exit status still says how it ended
     raise SystemExit(code)
 
 

@@ -2,7 +2,10 @@
 and what a client that recovers from it does, with where that expectation comes from.
 
 The expectations are data the runner reads (`expects`), and the scorecard prints them beside each fault, so what
-"recovered" means is never only in the code.
+"recovered" means is never only in the code. Each fault also names the evidence it reads in the replay log
+(`EVIDENCE`), and the findings it may cause although they rest on what mcptape injected (`judged_by`): a client
+that never re-initializes after an injected 404 is the point of `expire-session`; a stream mcptape itself ended
+after its malformed event is not. A fault a client cannot recover from by design is not in the catalogue.
 """
 
 from __future__ import annotations
@@ -16,6 +19,21 @@ RETRY_AFTER = "retry-after"  # the same request again, no sooner than Retry-Afte
 RESEND = "resend"  # the same request again
 CANCEL = "cancel"  # notifications/cancelled for the request (or, on 2026-07-28, its POST closed)
 GO_ON = "go-on"  # nothing more than carrying on: the rest of the conversation as recorded
+
+# what the runner reads in the replay log for each kind of evidence (the scorecard prints it)
+EVIDENCE = {
+    REINITIALIZE: "an initialize request after the fault (and no request on the dead session but those already "
+                  "in flight, as the clean run sends them)",
+    RESUME: "a GET with Last-Event-ID after the cut stream",
+    RETRY_AFTER: "the faulted request sent again (same method and params, _meta aside), and when, against the "
+                 "Retry-After the client got",
+    RESEND: "the faulted request sent again (same method and params, _meta aside)",
+    CANCEL: "notifications/cancelled for the request after the fault; on 2026-07-28 the request's stream closed by "
+            "the client counts too (a disconnect does not before it: \"Disconnection SHOULD NOT be interpreted as "
+            "the client cancelling\")",
+    GO_ON: "the rest of the conversation as the clean run had it",
+}
+SESSION_RULES = ("no-reinitialize", "dead-session-reuse")
 
 SESSION_CLAUSE = ("MCP 2025-03-26+ Streamable HTTP, Session Management: \"When a client receives HTTP 404 in response "
                   "to a request containing an Mcp-Session-Id, it MUST start a new session by sending a new "
@@ -33,22 +51,29 @@ class Fault:
     source: str  # the spec clause, RFC, or "the spec is silent; this is common practice"
     session: bool = False  # only where sessions exist (Streamable HTTP of 2025-03-26 to 2025-11-25)
     resumable: bool = False  # only where streams resume (the same era; not legacy HTTP+SSE, not 2026-07-28)
+    judged_by: tuple[str, ...] = ()  # findings that count although they rest on the injected answer
 
-    def text(self, at: str, timeout: float) -> str:
-        return self.edit.format(at=at, seconds=f"{timeout * 2 + 1:g}")
+    @property
+    def evidence(self) -> str:
+        return EVIDENCE[self.expects]
+
+    def text(self, at: str, timeout: float, after: int = 1) -> str:
+        """The edit at a position; `after`: close-stream's cut, just past the answer's first event with an id."""
+        return self.edit.format(at=at, seconds=f"{timeout * 2 + 1:g}", after=after)
 
 
 FAULTS: tuple[Fault, ...] = (
     Fault("expire-session", "expire-session at={at}", REINITIALIZE,
           "a new initialize after the 404, then the rest of the conversation as recorded", SESSION_CLAUSE,
-          session=True),
+          session=True, judged_by=SESSION_RULES),
     Fault("session-not-found-401", "expire-session status=401 body=\"Session not found\" at={at}", REINITIALIZE,
           "a new initialize after the 401 that names the session, then the rest as recorded",
           "the spec is silent (it says 404); this is common practice: servers that answer a dead session with "
-          "401 \"Session not found\" are met in the field, and clients treat it as the 404", session=True),
+          "401 \"Session not found\" are met in the field, and clients treat it as the 404", session=True,
+          judged_by=SESSION_RULES),
     Fault("restart-server", "restart-server at={at}", REINITIALIZE,
           "a new initialize after every session died at once, then the rest as recorded", SESSION_CLAUSE,
-          session=True),
+          session=True, judged_by=SESSION_RULES),
     Fault("status-429", "status code=429 at={at}", RETRY_AFTER,
           "the same request again, no sooner than the Retry-After the 429 carried, then the rest as recorded",
           "RFC 6585 §4 (429 Too Many Requests) and RFC 9110 §10.2.3 (Retry-After: how long to wait before a "
@@ -62,10 +87,11 @@ FAULTS: tuple[Fault, ...] = (
     Fault("delay", "delay seconds={seconds} at={at}", CANCEL,
           "the response comes after the run's timeout: the client cancels the request in time and carries on",
           TIMEOUT_CLAUSE),
-    Fault("close-stream", "close-stream after=0 at={at}", RESUME,
+    Fault("close-stream", "close-stream after={after} at={at}", RESUME,
           "a GET with Last-Event-ID that resumes the cut stream, then the rest as recorded",
           "MCP 2025-03-26+ Streamable HTTP, Resumability and Redelivery: the client \"SHOULD issue an HTTP GET to "
-          "the MCP endpoint, and include the Last-Event-ID header\"", resumable=True),
+          "the MCP endpoint, and include the Last-Event-ID header\"", resumable=True,
+          judged_by=("no-resume-after-close",)),
     Fault("reset", "reset at={at}", RESEND,
           "the request sent again on a new connection, then the rest as recorded",
           "the spec is silent; this is common practice (a request cut off before any answer is retried)"),
@@ -91,8 +117,14 @@ def pick(names: list[str] | None) -> list[Fault]:
     return [f for f in FAULTS if f.name in names]
 
 
-def not_applicable(fault: Fault, *, session_era: bool, legacy: bool, stdio: bool) -> str | None:
-    """Why the fault cannot happen to this client on this tape, or None when it can."""
+NO_EVENT_IDS = ("the tape's SSE events carry no ids (the recorded server offered no resumption), so there is no "
+                "Last-Event-ID to resume from")
+
+
+def not_applicable(fault: Fault, *, session_era: bool, legacy: bool, stdio: bool,
+                   event_ids: bool = True) -> str | None:
+    """Why the fault cannot happen to this client on this tape, or None when it can. `event_ids`: the tape's SSE
+    events carry ids (without them mcptape would have to make up a resumption the server never offered)."""
     from ..edits import EditError, check_transport, parse
 
     if fault.session and not session_era:
@@ -100,6 +132,8 @@ def not_applicable(fault: Fault, *, session_era: bool, legacy: bool, stdio: bool
                 else "no sessions: the tape's traffic is stateless")
     if fault.resumable and (legacy or not session_era):
         return "streams of this era do not resume (no Last-Event-ID)"
+    if fault.resumable and not event_ids:
+        return NO_EVENT_IDS
     try:
         check_transport([parse(fault.text("tools/call#1", 1))], stdio=stdio, legacy=legacy)
     except EditError as e:

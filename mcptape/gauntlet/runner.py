@@ -1,13 +1,20 @@
-"""One gauntlet run: the tape replayed with one fault, the client run against it under a timeout, its log checked,
-and the run classified. HTTP replays are served in process (one event-loop thread each); a client that spawns its
-server gets `mcptape replay TAPE --stdio` with the edit. Each client is started in a process group of its own, and
-the whole group is killed when the run ends, so nothing it started outlives the run."""
+"""One gauntlet run: the tape replayed with one fault (or none: the clean baseline run), the client run against it
+under a timeout, its log checked, and the run classified. HTTP replays are served in process (one event-loop thread
+each); a client that spawns its server gets the installed `mcptape replay TAPE --stdio` with the edit. Each client is
+started in a process group of its own, and the whole group is killed when the run ends, so nothing it started
+(a stdio replay included) outlives the run.
+
+A cell is scored on the difference the fault made: a finding the client's clean run shows too is its baseline (the
+scorecard says it once), a finding that rests on what mcptape injected counts only where the fault is about it
+(Fault.judged_by), and a request the clean run shows the client sending before it could have seen the fault is not
+reuse of a dead session."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,13 +29,17 @@ from ..check import check
 from ..check.rules import Finding
 from ..tape import records
 from ..tape.file import Reader, TapeError
+from ..wire import http
 from . import faults as catalogue
 from .faults import Fault
 
 RECOVERED, SURFACED, FAILED, HUNG = "recovered", "surfaced", "failed", "hung"
-NOT_REACHED, NOT_APPLICABLE = "not-reached", "n/a"
-VERDICTS = (RECOVERED, SURFACED, FAILED, HUNG, NOT_REACHED, NOT_APPLICABLE)
+NOT_REACHED, NOT_APPLICABLE, ERROR = "not-reached", "n/a", "error"
+VERDICTS = (RECOVERED, SURFACED, FAILED, HUNG, NOT_REACHED, NOT_APPLICABLE, ERROR)
 MISS_PREFIX = "mcptape: no recorded answer"  # replay/serve.py's miss error: the client left the recorded path
+CANNOT_EXECUTE = (126, 127)  # a shell's "cannot execute" and "not found"
+# the baseline run: no fault, the conversation as recorded
+CLEAN = Fault("clean", "", catalogue.GO_ON, "the conversation as recorded", "")
 
 
 @dataclass
@@ -40,13 +51,28 @@ class Run:
     why: str = ""
     exit: int | None = None
     seconds: float = 0.0
-    findings: list[Finding] = field(default_factory=list)  # those that blame the client
+    findings: list[Finding] = field(default_factory=list)  # those that blame the client and the fault caused
     output: str = ""  # the end of what the client printed, for the reader of a failing cell
+    misses: list[str] = field(default_factory=list)  # requests the replay had no answer for (see --ignore)
+    evidence: str = ""  # what the client sent after the fault, from the replay log
+    discounted: list[str] = field(default_factory=list)  # findings not counted, each with why
+    logs: list[str] = field(default_factory=list, repr=False)  # the replay logs it was judged on
 
     def to_json(self) -> dict:
         return {"fault": self.fault.name, "at": self.at, "edit": self.edit, "verdict": self.verdict, "why": self.why,
-                "exit": self.exit, "seconds": round(self.seconds, 3),
-                "findings": [f.to_json() for f in self.findings], "output": self.output}
+                "exit": self.exit, "seconds": round(self.seconds, 3), "evidence": self.evidence,
+                "findings": [f.to_json() for f in self.findings], "discounted": self.discounted,
+                "misses": self.misses, "output": self.output}
+
+
+@dataclass
+class Baseline:
+    """The client's clean run: the findings it shows with no fault, and what it sent, in order."""
+
+    run: Run
+    findings: list[Finding]
+    sent: list[tuple]  # each client request's key (_keys), in order
+    asked: Counter  # requests (method -> count) it sent
 
 
 class Processes:
@@ -103,30 +129,79 @@ def uses_stdio(command: list[str]) -> bool:
     return any("{server}" in arg for arg in command)
 
 
-def stdio_server(tape: str, edit: str, log: str | None) -> list[str]:
-    argv = [sys.executable, "-m", "mcptape", "replay", os.path.abspath(tape), "--stdio", "--edit", edit]
+def mcptape_command() -> list[str]:
+    """The installed mcptape: its console script beside this interpreter, else this interpreter with `-P` (no
+    current directory on sys.path), so a `mcptape/` folder where the client runs is never imported instead."""
+    script = Path(sys.executable).with_name("mcptape")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    found = shutil.which("mcptape")
+    if found and Path(found).resolve().parent == Path(sys.executable).resolve().parent:
+        return [found]
+    return [sys.executable, "-P", "-m", "mcptape"]
+
+
+def stdio_server(tape: str, edit: str, log: str | None, ignore: tuple[str, ...] = (),
+                 match_meta: bool = False) -> list[str]:
+    argv = [*mcptape_command(), "replay", os.path.abspath(tape), "--stdio"]
+    argv += ["--edit", edit] if edit else []
+    argv += [a for pointer in ignore for a in ("--ignore", pointer)]
+    argv += ["--match-meta"] if match_meta else []
     return argv + ["--log", log] if log else argv
 
 
-def reproduce(tape: str, edit: str, stdio: bool) -> str:
+def check_stdio_replay(tape: str, workdir: Path) -> str | None:
+    """Start the stdio replay once with nothing to answer: why it cannot start, or None when it can."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "preflight.mcptape"
+    log.unlink(missing_ok=True)  # a --logs folder used before
+    try:
+        done = subprocess.run(stdio_server(tape, "", str(log)), stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=60, cwd=workdir)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the stdio replay cannot start: {e}"
+    if done.returncode != 0 or not log.exists():
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"the stdio replay cannot start (exit {done.returncode}): {said[-1] if said else 'no message'}"
+    return None
+
+
+def reproduce(tape: str, edit: str, stdio: bool, ignore: tuple[str, ...] = (), match_meta: bool = False) -> str:
     """The command that serves the failing cell by hand."""
     argv = ["mcptape", "replay", tape, *(["--stdio"] if stdio else []), "--edit", edit]
-    return shlex.join(argv)
+    argv += [a for pointer in ignore for a in ("--ignore", pointer)]
+    return shlex.join(argv + (["--match-meta"] if match_meta else []))
 
 
-def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
-    """Serve the tape with this one fault, run the client against it, classify."""
+def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path, after: int = 1) -> Run | None:
+    """Serve the tape with this one fault (CLEAN: none), run the client against it, classify. None when the
+    gauntlet was stopped before the run could finish: it has no verdict."""
+    edit = fault.text(at, gauntlet.timeout, after) if fault is not CLEAN else ""
+    run = Run(fault, at, edit)
+    try:
+        exit_code, logs = _serve_and_run(gauntlet, run, workdir)
+    except Exception as e:  # a bug of mcptape's: the cell says so, and the gauntlet exits 2
+        run.verdict, run.why = ERROR, f"internal error: {type(e).__name__}: {e}"
+        return run
+    if exit_code is None and gauntlet.processes.stopped:
+        return None
+    run.exit, run.logs = exit_code, logs
+    if run.verdict != ERROR and fault is not CLEAN:
+        classify(run, gauntlet.recorded_requests, logs, gauntlet.baseline, gauntlet.stateless)
+    return run
+
+
+def _serve_and_run(gauntlet: Any, run: Run, workdir: Path) -> tuple[int | None, list[str]]:
     from ..edits import Editor, parse
     from ..replay import Background, serving
     from ..replay.serve import Replayer
 
-    edit = fault.text(at, gauntlet.timeout)
-    run = Run(fault, at, edit)
     workdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     started = time.monotonic()
     if gauntlet.stdio:
-        server = stdio_server(gauntlet.tape, edit, str(workdir / "log-{n}.mcptape"))
+        server = stdio_server(gauntlet.tape, run.edit, str(workdir / "log-{n}.mcptape"), gauntlet.ignore,
+                              gauntlet.match_meta)
         env["MCPTAPE_SERVER"] = shlex.join(server)
         exit_code = _client(gauntlet, run, expand(gauntlet.command, None, server), env, workdir)
         logs = sorted(str(p) for p in workdir.glob("log-*.mcptape"))
@@ -134,7 +209,8 @@ def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
         log = str(workdir / "log.mcptape")
         background = Background()
         try:
-            replayer = Replayer(gauntlet.recording, [], Editor([parse(edit)]))
+            editor = Editor([parse(run.edit)]) if run.edit else None
+            replayer = Replayer(gauntlet.recording, list(gauntlet.ignore), editor, gauntlet.match_meta)
             replay, close = background.enter(serving(gauntlet.tape, log=log, replayer=replayer, log_mode="force",
                                                           **gauntlet.allow))
             try:
@@ -147,12 +223,7 @@ def run_one(gauntlet: Any, fault: Fault, at: str, workdir: Path) -> Run:
             background.close()
         logs = [log]
     run.seconds = time.monotonic() - started
-    if exit_code is None and run.verdict == NOT_APPLICABLE:  # stopped before it began
-        run.why = "not run: the gauntlet was stopped"
-        return run
-    run.exit = exit_code
-    classify(run, gauntlet.recorded_requests, logs)
-    return run
+    return exit_code, logs
 
 
 async def _settle() -> None:
@@ -165,14 +236,15 @@ async def _settle() -> None:
 
 
 def _client(gauntlet: Any, run: Run, argv: list[str], env: dict, workdir: Path) -> int | None:
-    """Run the client to its end or its timeout; its exit code, or None when it hung (run.verdict says so)."""
+    """Run the client to its end or its timeout; its exit code, or None when it hung (run.verdict says so) or the
+    gauntlet was stopped. A client that cannot start is an error (run.verdict)."""
     out = workdir / "client.out"
     with open(out, "wb") as sink:
         try:
             proc = gauntlet.processes.start(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                             env=env)
         except OSError as e:
-            run.output = f"cannot start the client: {e.strerror}: {argv[0]}"
+            run.verdict, run.why = ERROR, f"the client cannot start: {e.strerror}: {argv[0]}"
             return 127
         if proc is None:
             return None
@@ -186,7 +258,15 @@ def _client(gauntlet: Any, run: Run, argv: list[str], env: dict, workdir: Path) 
     run.output = out.read_bytes()[-2000:].decode("utf-8", "replace")
     if code is not None and code < 0 and gauntlet.processes.stopped:
         return None
+    if code in CANNOT_EXECUTE:
+        run.verdict = ERROR
+        run.why = f"the client cannot start (exit {code}): {_last_line(run.output) or argv[0]}"
     return code
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
 
 
 def _messages(log: list[dict]) -> list[tuple[dict, dict]]:
@@ -210,28 +290,59 @@ def recorded_requests(recording) -> Counter:
                    and "id" in a.request and isinstance(a.request.get("method"), str))
 
 
-def classify(run: Run, recorded: Counter, logs: list[str]) -> None:
-    """Set run.verdict and run.why from run.exit (or a verdict of hung already set) and the run's logs."""
-    log = [r for path in logs for r in _records(path)]
-    if run.verdict == HUNG:
-        run.findings = _blamed(logs)
-        return
+def read_logs(logs: list[str]) -> list[dict]:
+    return [r for path in logs for r in _records(path)]
+
+
+def baseline(run: Run) -> Baseline:
+    """What the clean run showed: its client findings, and the client's requests in order."""
+    logs = run.logs
+    log = read_logs(logs)
+    messages = _messages(log)
+    run.misses = _misses(messages)
+    findings = _client_findings(logs)
+    run.findings = findings
+    if run.verdict not in (HUNG, ERROR):
+        run.verdict = RECOVERED if run.exit == 0 else SURFACED
+        run.why = "finished" if run.exit == 0 else f"exit {run.exit}: {_last_line(run.output)}"
+    asked = Counter(m["method"] for r, m in messages if _from_client(r) and "id" in m and "method" in m)
+    return Baseline(run, findings, list(_keys(log).values()), asked)
+
+
+def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | None = None,
+             stateless: bool = False) -> None:
+    """Set run.verdict and run.why from run.exit (or a verdict of hung already set) and the run's logs. `clean`:
+    the client's baseline run; `stateless`: the traffic is 2026-07-28's, where closing a request's stream cancels
+    it."""
+    log = read_logs(logs)
+    messages = _messages(log)
+    run.misses = _misses(messages)
     fired = [r for r in log if r["kind"] == records.EDIT]
+    if run.verdict == HUNG:
+        if fired:
+            run.evidence = _after(fired[0], log)
+            run.findings = _counted(run, log, logs, clean)
+        return
     if not fired:
         run.verdict, run.why = NOT_REACHED, f"the client never sent what at={run.at} selects: the fault never fired"
+        _note_misses(run)
         return
-    run.findings = _blamed(logs)
+    run.evidence = _after(fired[0], log)
+    run.findings = _counted(run, log, logs, clean)
     if run.findings:
         run.verdict = FAILED
         run.why = ", ".join(dict.fromkeys(f.rule for f in run.findings))
+        _note_misses(run)
         return
-    messages = _messages(log)
-    evidence, early = _evidence(run.fault, fired[0], log, messages)
+    evidence, early = _evidence(run.fault, fired[0], log, messages, stateless)
     if early:
         run.verdict, run.why = FAILED, early
+        _note_misses(run)
         return
-    missing = _left_out(recorded, messages)
-    if evidence is None and run.exit == 0 and not missing:
+    expected = recorded if clean is None else Counter({m: min(n, clean.asked[m]) for m, n in recorded.items()})
+    missing = _left_out(expected, messages)
+    new_misses = [m for m in run.misses if clean is None or m not in clean.run.misses]  # the clean run's are its own
+    if evidence is None and run.exit == 0 and not missing and not new_misses:
         run.verdict, run.why = RECOVERED, "as expected: " + run.fault.recovered
         return
     run.verdict = SURFACED
@@ -239,6 +350,19 @@ def classify(run: Run, recorded: Counter, logs: list[str]) -> None:
     reasons += [evidence] if evidence else []
     reasons += [missing] if missing else []
     run.why = "; ".join(reasons)
+    _note_misses(run)
+
+
+def _note_misses(run: Run) -> None:
+    if run.misses:
+        said = f"{len(run.misses)} request(s) the replay had no answer for (see --ignore)"
+        run.why = f"{run.why}; {said}" if run.why else said
+
+
+def _misses(messages: list[tuple[dict, dict]]) -> list[str]:
+    """The replay's miss errors (which request, the closest recorded one, where they differ), each once."""
+    said = [str((m.get("error") or {}).get("message", "")) for r, m in messages if not _from_client(r)]
+    return list(dict.fromkeys(s.removeprefix("mcptape: ") for s in said if s.startswith(MISS_PREFIX)))
 
 
 def _records(path: str) -> list[dict]:
@@ -249,7 +373,7 @@ def _records(path: str) -> list[dict]:
         return []
 
 
-def _blamed(logs: list[str]) -> list[Finding]:
+def _client_findings(logs: list[str]) -> list[Finding]:
     present = [p for p in logs if os.path.exists(p)]
     if not present:
         return []
@@ -259,8 +383,88 @@ def _blamed(logs: list[str]) -> list[Finding]:
         return []
 
 
-def _evidence(fault: Fault, edit: dict, log: list[dict],
-              messages: list[tuple[dict, dict]]) -> tuple[str | None, str | None]:
+def _counted(run: Run, log: list[dict], logs: list[str], clean: Baseline | None) -> list[Finding]:
+    """The client's findings the fault caused; the others go to run.discounted with why."""
+    counted = []
+    baseline_rules = {f.rule for f in clean.findings} if clean is not None else set()
+    for f in _client_findings(logs):
+        if f.rule in baseline_rules:
+            run.discounted.append(f"{f.rule}: the clean run shows it too (baseline)")
+        elif f.injected and f.rule not in run.fault.judged_by:
+            run.discounted.append(f"{f.rule}: rests on what mcptape injected, which {run.fault.name} is not about")
+        elif f.rule in catalogue.SESSION_RULES and clean is not None and _in_flight(f, log, clean):
+            run.discounted.append(f"{f.rule}: only requests the client sends whatever the answers (its clean run "
+                                  f"sends them too), racing the fault")
+        else:
+            counted.append(f)
+    run.discounted = list(dict.fromkeys(run.discounted))
+    return counted
+
+
+def _client_requests(log: list[dict]) -> list[tuple[int, dict]]:
+    return [(i, r) for i, r in enumerate(log) if r["kind"] == records.HTTP_REQUEST
+            or (r["kind"] == records.STDIO_LINE and r.get("dir") == records.C2S and isinstance(r.get("msg"), dict)
+                and "method" in r["msg"])]
+
+
+def _key(record: dict) -> tuple:
+    """A client request as two runs of the same client both send it: HTTP method, JSON-RPC method, whether it
+    waits for an answer (has an id), whether it resumes a stream."""
+    msg = record.get("msg") if isinstance(record.get("msg"), dict) else {}
+    resumes = http.get(record.get("headers") or [], http.LAST_EVENT_ID) is not None
+    return record.get("method", ""), msg.get("method"), "id" in msg, resumes
+
+
+def _keys(log: list[dict]) -> dict[int, tuple]:
+    """Each client request's key (_key) with its ordinal among its kind in its session: log index -> key. (A
+    client that re-initialized counts its new session's requests afresh, as its clean run's one session did.)"""
+    seen: Counter = Counter()
+    out = {}
+    for i, r in _client_requests(log):
+        kind = _key(r)
+        session = http.get(r.get("headers") or [], http.SESSION_ID)
+        seen[(session, kind)] += 1
+        out[i] = (*kind, seen[(session, kind)])
+    return out
+
+
+def _in_flight(finding: Finding, log: list[dict], clean: Baseline) -> bool:
+    """Every request that carried the dead session was one the client sends whatever the answers: one that waits
+    for no answer (the standalone GET stream, a notification) and that its clean run sends too, the same one in the
+    same order. Such a request races the fault (rmcp's standalone GET leaves milliseconds after the replay's
+    instant 404, as it does in the clean run); it is not reuse of a dead session."""
+    keys = _keys(log)
+    first = finding.t if finding.t is not None else 0.0  # the first request on the dead session
+    reuses = [keys[i] for i, r in enumerate(log) if i in keys and r["kind"] == records.HTTP_REQUEST
+              and r.get("method") in ("POST", "GET") and r["t"] >= first
+              and http.get(r.get("headers") or [], http.SESSION_ID) == finding.session]
+    # key: (HTTP method, JSON-RPC method, has an id, resumes, ordinal)
+    unanswered = all((k[0] == "GET" and not k[3]) or (k[0] == "POST" and not k[2]) for k in reuses)
+    return bool(reuses) and unanswered and all(k in clean.sent for k in reuses)
+
+
+def _after(edit: dict, log: list[dict]) -> str:
+    """What the client sent after the fault, in order, repeats counted: the cell's evidence."""
+    said: list[list] = []
+    for r in log:
+        if r.get("t", 0) < edit["t"] or r is edit or not (_from_client(r) and r["kind"] != records.EDIT):
+            continue
+        msg = r.get("msg") if isinstance(r.get("msg"), dict) else {}
+        what = msg.get("method") or ("response" if msg else "")
+        if r["kind"] == records.HTTP_REQUEST:
+            resume = " Last-Event-ID" if http.get(r.get("headers") or [], http.LAST_EVENT_ID) is not None else ""
+            what = f"{r.get('method')} {what}".strip() + resume
+        if said and said[-1][0] == what:
+            said[-1][1] += 1
+        else:
+            said.append([what, 1])
+    text = ", ".join(w + (f" ×{n}" if n > 1 else "") for w, n in said[:12])
+    return ("sent after the fault: " + text + (", …" if len(said) > 12 else "")) if said else \
+        "sent nothing after the fault"
+
+
+def _evidence(fault: Fault, edit: dict, log: list[dict], messages: list[tuple[dict, dict]],
+              stateless: bool = False) -> tuple[str | None, str | None]:
     """(what a recovered client would have done and this one did not, or None; a protocol fault in the recovery,
     or None) after the edit fired."""
     after = edit["t"]
@@ -290,11 +494,17 @@ def _evidence(fault: Fault, edit: dict, log: list[dict],
             return None, (f"retry-before-retry-after: sent again {again[0]['t'] - after:.2f}s after a status that "
                           f"said Retry-After: {wait:g}")
     elif fault.expects == catalogue.CANCEL:
-        cancelled = any(m.get("method") == "notifications/cancelled" for _, m in later)
-        closed = any(r["kind"] == records.END and r.get("reason") == records.CLIENT_DISCONNECTED
-                     and r.get("exchange") == edit.get("exchange") for r in log)
+        faulted_id = faulted.get("id") if faulted else edit.get("request_id")
+        cancelled = any(m.get("method") == "notifications/cancelled" and isinstance(m.get("params"), dict)
+                        and m["params"].get("requestId") == faulted_id for _, m in later)
+        # 2026-07-28: "closing the stream is the cancellation"; before it, "Disconnection SHOULD NOT be
+        # interpreted as the client cancelling"
+        closed = stateless and any(r["kind"] == records.END and r.get("reason") == records.CLIENT_DISCONNECTED
+                                   and r.get("exchange") == edit.get("exchange") for r in log)
         if not (cancelled or closed):
-            return "the request was never cancelled", None
+            how = "neither notifications/cancelled nor its stream closed" if stateless else \
+                "no notifications/cancelled for it (a disconnect is not a cancellation before 2026-07-28)"
+            return f"the request was never cancelled: {how}", None
     return None, None
 
 
@@ -316,13 +526,9 @@ def _shape(msg: dict) -> tuple:
     return msg.get("method"), repr(params)
 
 
-def _left_out(recorded: Counter, messages: list[tuple[dict, dict]]) -> str:
-    """The recorded requests the client did not ask for (by method and count): the rest of the conversation did not
-    go as recorded. A miss (the replay had no answer) counts too."""
+def _left_out(expected: Counter, messages: list[tuple[dict, dict]]) -> str:
+    """The requests the client did not ask for (by method and count) that the recording (or the clean run) has:
+    the rest of the conversation did not go as recorded."""
     asked = Counter(m["method"] for r, m in messages if _from_client(r) and "id" in m and "method" in m)
-    missed = [m for r, m in messages if not _from_client(r)
-              and str((m.get("error") or {}).get("message", "")).startswith(MISS_PREFIX)]
-    if missed:
-        return f"left the recorded conversation: {len(missed)} request(s) the tape has no answer for"
-    short = [f"{method} ×{count - asked[method]}" for method, count in recorded.items() if asked[method] < count]
+    short = [f"{method} ×{count - asked[method]}" for method, count in expected.items() if asked[method] < count]
     return f"never asked for {', '.join(short)}" if short else ""

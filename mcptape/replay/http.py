@@ -16,8 +16,9 @@ from collections.abc import Coroutine
 from .. import edits
 from ..capture.http import HttpCapture
 from ..guard import Guard
+from ..tape import records
 from ..wire import http
-from .connection import Connection, Exchange, Pace, Request, then
+from .connection import Connection, Exchange, Pace, Request
 from .legacy import Legacy
 from .serve import Replayer
 from .streamable import Streamable
@@ -54,8 +55,27 @@ class HttpReplay:
         plan = self._plan(req)
         if hold := edits.hold(plan):
             ex.edited(plan, hold)
-            return then(asyncio.sleep(hold.seconds), lambda: self._dispatch(req, ex, plan))
+            return self._held(req, ex, plan, hold.seconds)
         return self._dispatch(req, ex, plan)
+
+    async def _held(self, req: Request, ex: Exchange, plan: edits.Plan, seconds: float) -> None:
+        """A delayed answer: it waits, unless the client leaves first (on 2026-07-28 that is its cancellation),
+        which the log says as it would of any request the client walked away from."""
+        conn, left = ex.conn, asyncio.Event()
+        conn.on_close.append(left.set)
+        try:
+            if not conn.closed:
+                await asyncio.wait_for(left.wait(), seconds)
+        except TimeoutError:
+            pass
+        finally:
+            conn.on_close.remove(left.set)
+        if conn.closed:
+            ex.failed(records.CLIENT_DISCONNECTED)
+            return
+        pending = self._dispatch(req, ex, plan)
+        if pending is not None:
+            await pending
 
     def _plan(self, req: Request) -> edits.Plan:
         session = http.request_session(req.headers, req.target, self.replayer.legacy)

@@ -1,8 +1,10 @@
 """Which recorded answer a live request gets. Like vcrpy's matchers: small pure functions.
 
 A live request matches a recorded one when the methods are equal and the params are equal as JSON values, after
-dropping what differs from run to run (volatile `_meta` keys) and what the user said to ignore (JSON pointers); a
-redacted value in the recording matches any live value at its position (redact.blend).
+dropping what differs from run to run and what the user said to ignore (JSON pointers); a redacted value in the
+recording matches any live value at its position (redact.blend). `params._meta` is metadata, not the request: by
+default only its keys with protocol meaning are compared (`protocol_meta`, docs/matching.md); `match_meta` compares
+every key but the volatile ones (jsonrpc.VOLATILE_KEYS), as a replay did before.
 Unused answers are taken in recorded order; once all are used, the last one serves again. A miss names the
 recorded request that came closest and where it differs (deepdiff, imported only on a miss).
 """
@@ -17,7 +19,17 @@ from ..wire import jsonrpc, pointer
 from .recorded import Answer
 
 
-def normalize(msg: Any, ignore: list[list[str]]) -> Any:
+def protocol_meta(key: str) -> bool:
+    """A `_meta` key the spec reserves for MCP ("any prefix where the second label is `modelcontextprotocol` or
+    `mcp`", e.g. io.modelcontextprotocol/protocolVersion): it says what is asked, so matching compares it. Everything
+    else in `_meta` (a vendor's per-run stamps, trace context, progressToken whose value is the run's own and which
+    the replay maps) is not compared."""
+    prefix, slash, _ = key.partition("/")
+    labels = prefix.split(".")
+    return bool(slash) and len(labels) >= 2 and labels[1] in ("modelcontextprotocol", "mcp")
+
+
+def normalize(msg: Any, ignore: list[list[str]], match_meta: bool = False) -> Any:
     """The part of a request that must match: method and params, without volatile and ignored parts."""
     if not isinstance(msg, dict):
         return msg
@@ -26,7 +38,8 @@ def normalize(msg: Any, ignore: list[list[str]]) -> Any:
         params = dict(params)
         meta = params.get("_meta")
         if isinstance(meta, dict):
-            meta = {k: v for k, v in meta.items() if k not in jsonrpc.VOLATILE_KEYS}
+            meta = {k: v for k, v in meta.items() if k not in jsonrpc.VOLATILE_KEYS
+                    and (match_meta or protocol_meta(k))}
             if meta:
                 params["_meta"] = meta
             else:
@@ -38,11 +51,11 @@ def normalize(msg: Any, ignore: list[list[str]]) -> Any:
 
 
 def find(live: dict, candidates: Iterable[tuple[Answer, Any]], ignore: list[list[str]],
-         used: Mapping[Answer, int]) -> Answer | None:
+         used: Mapping[Answer, int], match_meta: bool = False) -> Answer | None:
     """The first unused candidate that matches, else the last used one. Candidates have the live method and come
     with their shape (`normalize` of their request, made once by the replay, whose ignore pointers they depend on);
     `used` is the replay's count of each answer served."""
-    wanted = normalize(live, ignore)
+    wanted = normalize(live, ignore, match_meta)
     last = None
     for answer, shape in candidates:
         if shape == wanted or blend(shape, wanted) == shape:
@@ -52,17 +65,18 @@ def find(live: dict, candidates: Iterable[tuple[Answer, Any]], ignore: list[list
     return last
 
 
-def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]]) -> tuple[Answer | None, dict]:
+def closest(live: dict, candidates: Iterable[Answer], ignore: list[list[str]],
+            match_meta: bool = False) -> tuple[Answer | None, dict]:
     """The recorded request most like the live one, and the difference, for a miss's error message."""
     from deepdiff import DeepDiff
 
-    wanted = normalize(live, ignore)
+    wanted = normalize(live, ignore, match_meta)
     kind = jsonrpc.kind(live)
     best, best_diff, best_size = None, {}, None
     for answer in candidates:
         if jsonrpc.kind(answer.request) != kind:
             continue  # a request is never "closest" to a notification, nor the other way
-        shape = normalize(answer.request, ignore)
+        shape = normalize(answer.request, ignore, match_meta)
         diff = DeepDiff(shape, blend(shape, wanted), verbose_level=2).to_dict()
         size = sum(len(v) if isinstance(v, (dict, list, set)) else 1 for v in diff.values())
         size += 0 if answer.method == live.get("method") else 1000

@@ -55,8 +55,10 @@ def sent(recording: Recording):
 
 
 class Replayer:
-    def __init__(self, recording: Recording, ignore: list[str] = (), editor: Editor | None = None) -> None:
+    def __init__(self, recording: Recording, ignore: list[str] = (), editor: Editor | None = None,
+                 match_meta: bool = False) -> None:
         self.recording = recording
+        self.match_meta = match_meta  # compare every _meta key (match.py), not only those with protocol meaning
         self.editor = editor  # the faults to inject (edits.py), if any
         self.ignore = [pointer.parse(p) for p in ignore]
         self.sessions: dict[str, LiveSession] = {}
@@ -122,7 +124,8 @@ class Replayer:
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
-            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore, self._used)
+            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore, self._used,
+                                  self.match_meta)
         if recorded is None and live.get("method") == "ping" and "id" in live and self._has_ping(session):
             pong = {"jsonrpc": "2.0", "id": live["id"], "result": {}}  # "MUST respond promptly with an empty response"
             return Outcome(body=pong, lines=[{"msg": pong}], session=session)
@@ -221,7 +224,7 @@ class Replayer:
         """A recorded request as matching sees it: this replay's own, for it depends on its ignore pointers."""
         shape = self._shapes.get(recorded)
         if shape is None:
-            shape = self._shapes[recorded] = match.normalize(recorded.request, self.ignore)
+            shape = self._shapes[recorded] = match.normalize(recorded.request, self.ignore, self.match_meta)
         return shape
 
     def _candidates(self, session: LiveSession | None) -> tuple[Answer, ...]:
@@ -235,7 +238,7 @@ class Replayer:
         self.unmatched.append(jsonrpc.describe(live))
         if "id" not in live:
             return Outcome(status=202, session=session)  # a notification needs no answer
-        best, diff = match.closest(live, self._candidates(session), self.ignore)
+        best, diff = match.closest(live, self._candidates(session), self.ignore, self.match_meta)
         where = f"closest: record {best.seq} {best.method}" if best else "the tape has no requests"
         if best is not None:
             differs = match.paths(diff)

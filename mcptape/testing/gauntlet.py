@@ -1,6 +1,7 @@
 """The gauntlet in pytest: `@pytest.mark.mcptape_gauntlet(faults=[…], at=[…])` runs a test the user already has
 once per (fault, position), its tape replayed with that one fault; the `mcptape_gauntlet` fixture classifies the
-run as `mcptape gauntlet` does, from how the test's client ended and the findings that blame it."""
+run as `mcptape gauntlet` does, from how the test's client ended and the findings that blame it. There is no clean
+run of the test's client here: its baseline is the tape's own findings (what the recorded client already did)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from ..gauntlet import DEFAULT_TIMEOUT
 from ..gauntlet.faults import Fault, not_applicable, pick
-from ..gauntlet.runner import HUNG, Run, classify, recorded_requests
+from ..gauntlet.runner import CLEAN, HUNG, Run, baseline, classify, recorded_requests
 
 OPTIONS = ("faults", "at", "timeout")
 
@@ -72,11 +73,16 @@ class GauntletRun:
         """The run's verdict (Run.verdict, .why, .findings): `exit` is how the client ended: 0 when it finished,
         non-zero when it reported an error and stopped, None when it never finished (hung)."""
         from ..replay.recorded import load
+        from ..replay.serve import Replayer
 
+        recording = load(self.tape.path)
+        replayer = Replayer(recording)
         run = Run(self.fault, self.at, self.edit, exit=exit)
         if exit is None:
             run.verdict, run.why = HUNG, "the client did not finish"
-        classify(run, recorded_requests(load(self.tape.path)), self.tape.log_paths())
+        recorded = Run(CLEAN, "", "", exit=0, logs=[self.tape.path])
+        classify(run, recorded_requests(recording), self.tape.log_paths(), baseline(recorded),
+                 stateless=not replayer.session_era and not replayer.legacy)
         return run
 
 
@@ -86,6 +92,8 @@ def skip_if_not_applicable(cell: Cell, tape) -> None:
 
     replayer = Replayer(load(tape.path))
     # over HTTP: a test that then takes mcptape.command gets the one-line refusal of an HTTP-only edit on stdio
-    why = not_applicable(cell.fault, session_era=replayer.session_era, legacy=replayer.legacy, stdio=False)
+    event_ids = any("id" in e for a in replayer.recording.answers for e in a.events)
+    why = not_applicable(cell.fault, session_era=replayer.session_era, legacy=replayer.legacy, stdio=False,
+                         event_ids=event_ids)
     if why:
         pytest.skip(f"mcptape_gauntlet: {cell.fault.name} does not apply: {why}")
