@@ -77,11 +77,12 @@ class Replayer:
         # A 2026-07-28 tape (the client probed, the server answered server/discover, no initialize): a client that
         # falls back to initialize (an edit refused its probe) gets a handshake derived from the discover answer.
         self.discover = None if self.session_era or self.legacy else _discovered(recording)
-        if self.discover is not None:  # a fallen-back client's requests lack the era's per-request _meta
-            self.ignore += [pointer.parse(p) for p in ERA_META]
-        # (recorded session, method) -> the candidates, each with its shape (match.normalize, once per answer)
-        self._pools: dict[tuple[str | None, Any], list[tuple[Answer, Any]]] = {}
-        self._shapes: dict[Answer, Any] = {}
+        # a fallen-back client's requests lack the era's per-request _meta: its session matches without it
+        self.era_ignore = [*self.ignore, *(pointer.parse(p) for p in ERA_META)]
+        # (recorded session, method, derived) -> the candidates, each with its shape (match.normalize, once per
+        # answer and per way of matching)
+        self._pools: dict[tuple[str | None, Any, bool], list[tuple[Answer, Any]]] = {}
+        self._shapes: dict[tuple[Answer, bool], Any] = {}
         self._used: dict[Answer, int] = {}  # how often each answer went out as recorded
         self._asked: set[Answer] = set()  # the answers the client asked for, delivered or not
 
@@ -124,7 +125,7 @@ class Replayer:
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
-            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore, self._used,
+            recorded = match.find(live, self._pool(session, live.get("method")), self._ignore(session), self._used,
                                   self.match_meta)
         if recorded is None and live.get("method") == "ping" and "id" in live and self._has_ping(session):
             pong = {"jsonrpc": "2.0", "id": live["id"], "result": {}}  # "MUST respond promptly with an empty response"
@@ -214,17 +215,23 @@ class Replayer:
         if type(method) is not str:
             return []  # not a request (jsonrpc.kind): nothing recorded answers it
         label = session.recorded.label if session is not None and session.recorded is not None else None
-        pool = self._pools.get((label, method))
+        derived = session is not None and session.derived
+        pool = self._pools.get((label, method, derived))
         if pool is None:
-            pool = self._pools[(label, method)] = [(a, self._shape(a)) for a in self._candidates(session)
-                                                   if a.method == method]
+            pool = self._pools[(label, method, derived)] = [(a, self._shape(a, derived))
+                                                            for a in self._candidates(session) if a.method == method]
         return pool
 
-    def _shape(self, recorded: Answer) -> Any:
-        """A recorded request as matching sees it: this replay's own, for it depends on its ignore pointers."""
-        shape = self._shapes.get(recorded)
+    def _ignore(self, session: LiveSession | None) -> list[list[str]]:
+        return self.era_ignore if session is not None and session.derived else self.ignore
+
+    def _shape(self, recorded: Answer, derived: bool = False) -> Any:
+        """A recorded request as matching sees it: this replay's own, for it depends on its ignore pointers (and,
+        for a session whose handshake the replay derived, without the era's _meta)."""
+        shape = self._shapes.get((recorded, derived))
         if shape is None:
-            shape = self._shapes[recorded] = match.normalize(recorded.request, self.ignore, self.match_meta)
+            ignore = self.era_ignore if derived else self.ignore
+            shape = self._shapes[(recorded, derived)] = match.normalize(recorded.request, ignore, self.match_meta)
         return shape
 
     def _candidates(self, session: LiveSession | None) -> tuple[Answer, ...]:
@@ -238,7 +245,7 @@ class Replayer:
         self.unmatched.append(jsonrpc.describe(live))
         if "id" not in live:
             return Outcome(status=202, session=session)  # a notification needs no answer
-        best, diff = match.closest(live, self._candidates(session), self.ignore, self.match_meta)
+        best, diff = match.closest(live, self._candidates(session), self._ignore(session), self.match_meta)
         where = f"closest: record {best.seq} {best.method}" if best else "the tape has no requests"
         if best is not None:
             differs = match.paths(diff)
@@ -285,7 +292,7 @@ DERIVED_HANDSHAKE = "derived-handshake"  # what the replay log's edit record nam
 # What a derived session answers itself; the rest is served from the recorded 2026-07-28 answers.
 DERIVED = ("initialize", "notifications/initialized")
 # 2026-07-28 requests carry the era's per-request _meta (protocol version, client info and capabilities), which a
-# client fallen back to initialize does not send: on a tape that can derive a handshake, _meta is not matched.
+# client fallen back to initialize does not send: in a session whose handshake was derived, _meta is not matched.
 ERA_META = ("/params/_meta",)
 
 
