@@ -40,8 +40,19 @@ def request(i: int) -> bytes:
     return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"n":%d}}}\n' % (i, i)
 
 
-def ping_pong(argv: list[str], n: int) -> float:
+def started(argv: list[str]) -> tuple[subprocess.Popen, float]:
+    """The process, once it answered a first request, and how long that took: the clock of a pattern starts after
+    it, so the figures compare relays, not start-ups (mcptape's imports take ~0.2 s, as long as thousands of
+    messages; the start-up is its own figure)."""
+    start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    proc.stdin.write(request(-1))
+    proc.stdout.readline()
+    return proc, time.perf_counter() - start
+
+
+def ping_pong(argv: list[str], n: int) -> tuple[float, float]:
+    proc, start_up = started(argv)
     start = time.perf_counter()
     for i in range(n):
         proc.stdin.write(request(i))
@@ -49,11 +60,11 @@ def ping_pong(argv: list[str], n: int) -> float:
     elapsed = time.perf_counter() - start
     proc.stdin.close()
     proc.wait()
-    return n / elapsed
+    return n / elapsed, start_up
 
 
-def pipelined(argv: list[str], n: int) -> float:
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+def pipelined(argv: list[str], n: int) -> tuple[float, float]:
+    proc, start_up = started(argv)
     start = time.perf_counter()
     writer = threading.Thread(target=lambda: (proc.stdin.write(b"".join(request(i) for i in range(n))), proc.stdin.close()))
     writer.start()
@@ -62,7 +73,7 @@ def pipelined(argv: list[str], n: int) -> float:
     elapsed = time.perf_counter() - start
     writer.join()
     proc.wait()
-    return n / elapsed
+    return n / elapsed, start_up
 
 
 def long_line(argv: list[str]) -> tuple[float, float, float]:
@@ -98,7 +109,7 @@ def main() -> None:
     figures = Figures(a.json)
     figures.update(rounds=a.rounds, messages=a.messages)
     server = [sys.executable, "-c", ECHO]
-    results: dict[tuple[str, str], list[float]] = {}
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             for pattern, run in (("ping-pong", ping_pong), ("pipelined", pipelined)):
@@ -106,12 +117,21 @@ def main() -> None:
                     argv = server if path == "direct" else [MCPTAPE, "record", "-o", f"{tmp}/{pattern}-{r}.mcptape",
                                                             "--", *server]
                     results.setdefault((pattern, path), []).append(run(argv, a.messages))
-    print(f"{a.rounds} alternating rounds x {a.messages} requests, echo server; median messages/s (request+answer)")
+    print(f"{a.rounds} alternating rounds x {a.messages} requests, echo server; median messages/s (request+answer) "
+          "from the first answer on; ratio: the median of the rounds' ratios")
     for pattern in ("ping-pong", "pipelined"):
-        direct = statistics.median(results[(pattern, "direct")])
-        wrapped = statistics.median(results[(pattern, "mcptape")])
-        print(f"  {pattern:10} direct {direct:9.0f}/s   mcptape {wrapped:9.0f}/s   ratio {wrapped / direct:.2f}")
-        figures.update({f"{pattern.replace('-', '_')}_direct": direct, f"{pattern.replace('-', '_')}_mcptape": wrapped})
+        direct, wrapped = ([rate for rate, _ in results[(pattern, path)]] for path in ("direct", "mcptape"))
+        ratio = statistics.median(w / d for w, d in zip(wrapped, direct))
+        print(f"  {pattern:10} direct {statistics.median(direct):9.0f}/s   mcptape {statistics.median(wrapped):9.0f}/s"
+              f"   ratio {ratio:.2f}")
+        key = pattern.replace("-", "_")
+        figures.update({f"{key}_direct": statistics.median(direct), f"{key}_mcptape": statistics.median(wrapped),
+                        f"{key}_ratio": ratio})
+    start_ups = {path: statistics.median(s for (_, p), runs in results.items() if p == path for _, s in runs)
+                 for path in ("direct", "mcptape")}
+    print(f"  start to the first answer: direct {start_ups['direct'] * 1000:.0f} ms   mcptape "
+          f"{start_ups['mcptape'] * 1000:.0f} ms")
+    figures.update(start_direct_ms=start_ups["direct"] * 1000, start_mcptape_ms=start_ups["mcptape"] * 1000)
     long_server = [sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "long_line_server.py"),
                    str(a.line_mb * 1_000_000), "no-newline"]
     runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "mcptape": []}

@@ -650,41 +650,75 @@ def _export(tape: str, fmt: str, output: str | None, force: bool = False) -> Non
 
 @main.command()
 @click.argument("tapes", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
-@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
-              show_default=True, help="Exit 1 when a finding is at or above this severity.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit"]), default="text",
+              show_default=True, help="junit: one test case per requirement per tape (implies --requirements).")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+              help="Exit 1 when a finding is at or above this severity  [default: error, or fail-on in the "
+                   "project's settings]")
+@click.option("--requirements", is_flag=True,
+              help="A verdict per requirement per tape: fail, warn, pass, not-observed, not-applicable.")
+@click.option("--baseline", metavar="FILE", help="Findings this baseline holds do not fail the run.")
+@click.option("--write-baseline", metavar="FILE", help="Write the findings into FILE as the baseline, and exit 0.")
 @click.option("--require-redacted", is_flag=True,
               help="Exit 1 when a tape was recorded without redaction or still holds a secret (named by record "
                    "and JSON pointer).")
 @_colour_option
-def check(tapes, fmt, fail_on, require_redacted, colour):
+def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_redacted, colour):
     """Flag protocol faults in tapes, each with the spec clause it rests on.
 
-    Several tapes are checked together as one history, in the order given.
+    Several tapes are checked together as one history, in the order given. Severities per rule, fail-on and the
+    baseline can be set in [tool.mcptape] of pyproject.toml or in mcptape.toml (docs/rules.md).
 
     \b
     Examples:
       mcptape check run.mcptape
       mcptape check yesterday.mcptape today.mcptape --format json
       mcptape check run.mcptape --format sarif > mcptape.sarif
+      mcptape check run.mcptape --requirements          # the table: a verdict per requirement
+      mcptape check run.mcptape --format junit > mcptape.xml
+      mcptape check *.mcptape --write-baseline base.json && mcptape check *.mcptape --baseline base.json
       mcptape check run.mcptape --require-redacted     # before attaching it to a bug report
     """
-    from .check import at_or_above
-    from .check import check as run_check
+    from .check import at_or_above, config, run
+    from .check import baseline as baselines
     from .check import report
     from .terminal import safe, safe_json
 
     tapes = _tapes(tapes)
-    findings = list(run_check(tapes))
+    try:
+        settings = config.load()
+        outcome = run(tapes, requirements or fmt == "junit", settings,
+                      None if write_baseline else baseline or settings.baseline)
+    except (config.ConfigError, baselines.BaselineError) as e:
+        raise Failure(str(e)) from None
+    findings = outcome.findings
+    if write_baseline:
+        _write_output([baselines.dumps(findings)], write_baseline)
+        raise SystemExit(_exit_with(0))
+    fail_on = fail_on or settings.fail_on or "error"
     unredacted = [(tape, *problem) for tape in tapes for problem in _unredacted(tape)] if require_redacted else []
-    failed = unredacted or any(at_or_above(f.severity, fail_on) for f in findings)
+    failed = unredacted or any(at_or_above(f.severity, fail_on) for f in outcome.failing)
     code = _exit_with(1 if failed else 0)
-    if fmt == "text":
+    if fmt == "junit":
+        from .check.verdicts import Verdict
+
+        failing = tuple(v.value for v, severity in ((Verdict.FAIL, "error"), (Verdict.WARN, "warning"))
+                        if at_or_above(severity, fail_on))
+        click.echo(report.junit(outcome.rows, outcome.failing, failing), nl=False)
+    elif fmt == "text":
         from .show import ERROR, WARNING, paint
 
         colour = _colour(colour)
-        for line in report.text(findings, list(tapes)):  # a finding's first line starts with its severity
-            tone = {"error": ERROR, "warning": WARNING}.get(line.split(" ", 1)[0])
+        lines = report.text(findings, list(tapes))
+        if outcome.rows is not None:  # the findings, then the table
+            from itertools import chain
+
+            from .check import verdicts
+
+            lines = chain(lines, [""], verdicts.text(outcome.rows))
+        for line in lines:  # a finding's first line starts with its severity, a verdict's with the verdict
+            tone = {"error": ERROR, "warning": WARNING, "fail": ERROR, "warn": WARNING}.get(
+                line.split(maxsplit=1)[0] if line.strip() else "")
             click.echo(paint(line, tone, colour), color=colour)
         for tape, number, where, rule in unredacted:
             click.echo(safe(_unredacted_line(tape, number, where, rule)))
@@ -692,6 +726,10 @@ def check(tapes, fmt, fail_on, require_redacted, colour):
         from .tape import json_form
 
         doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        if fmt == "json" and outcome.rows is not None:
+            from .check import verdicts
+
+            doc.update(verdicts.as_json(outcome.rows))
         if fmt == "json" and require_redacted:
             # `pointer` is always a JSON pointer: a tape whose header says it was not redacted points at the
             # header's /redaction (record null), with the reason in words under `detail`

@@ -1,5 +1,6 @@
 """A tape's HTTP exchanges as a mitmproxy flow file, which `mitmweb -r` and `mitmproxy -r` open: one HTTPFlow per
-exchange, in request order (har.exchanges groups the records, for both formats), with the times the tape holds.
+exchange, in request order (the model groups the records; har.exchanges reads them, for both formats), with the
+times the tape holds.
 
 An SSE response becomes the whole stream as its body (the events written out again, in the order they passed), so
 mitmweb shows it through the MCP contentview. An exchange that did not end complete gets mitmproxy's own `error`
@@ -9,6 +10,7 @@ out again (a tape keeps parsed JSON, not its bytes).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 from urllib.parse import urlsplit
@@ -21,6 +23,13 @@ from . import har
 from .tape import records
 
 LOOPBACK = ("127.0.0.1", 0)  # a tape does not keep the client's address
+# Flow and connection ids are derived from the flow's place in the file, not drawn at random (mitmproxy's default),
+# so the same tape exports to the same bytes.
+_IDS = uuid.UUID("6d637074-6170-6520-666c-6f7769647321")
+
+
+def _id(what: str, n: object) -> str:
+    return str(uuid.uuid5(_IDS, f"{what}/{n}"))
 
 
 def _headers(pairs) -> mhttp.Headers:
@@ -44,14 +53,19 @@ def _split_host(authority: str, scheme: str) -> tuple[str, int]:
     return split.hostname or "localhost", port or (443 if scheme == "https" else 80)
 
 
-def _flow(exchange: har.Exchange, clients: dict) -> mhttp.HTTPFlow:
+def _flow(exchange: har.Exchange, clients: dict, n: int) -> mhttp.HTTPFlow:
     q = exchange.request
     started = har._seconds(q)
     host, port = _split_host(exchange.authority, exchange.scheme)
-    client = clients.setdefault(q.get("conn"), connection.Client(peername=LOOPBACK, sockname=LOOPBACK,
-                                                                 timestamp_start=started))
+    client = clients.get(q.get("conn"))
+    if client is None:
+        client = clients[q.get("conn")] = connection.Client(peername=LOOPBACK, sockname=LOOPBACK,
+                                                            timestamp_start=started)
+        client.id = _id("client", len(clients))
     server = connection.Server(address=(host, port), timestamp_start=started, timestamp_tcp_setup=started)
+    server.id = _id("server", n)
     flow = mhttp.HTTPFlow(client, server)
+    flow.id = _id("flow", n)
     flow.timestamp_created = started
     flow.request = mhttp.Request(host, port, str(q.get("method", "")).encode(), exchange.scheme.encode(), b"",
                                  exchange.target.encode(), b"HTTP/1.1", _headers(q.get("headers")), None, None,
@@ -77,8 +91,8 @@ def _flow(exchange: har.Exchange, clients: dict) -> mhttp.HTTPFlow:
 def flows(items: Iterable[dict]) -> Iterator[mhttp.HTTPFlow]:
     """A tape's exchanges as flows, in request order. Raises har.NotHttp for a stdio tape."""
     clients: dict = {}
-    for exchange in har.exchanges(items):
-        yield _flow(exchange, clients)
+    for n, exchange in enumerate(har.exchanges(items)):
+        yield _flow(exchange, clients, n)
 
 
 def write(items: Iterable[dict], out: BinaryIO) -> int:

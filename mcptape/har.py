@@ -20,6 +20,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from . import __version__
+from .model import STDIO, Model, Observer, Passed, Seen
+from .model import Exchange as Grouped
 from .tape import records
 from .tape.json_form import dumps
 from .wire import http, sse
@@ -74,15 +76,20 @@ def _origin(start: dict | None) -> tuple[str, str | None]:
 
 
 class Exchange:
-    """One HTTP exchange of a tape: its request, response head, SSE events (and the stream's bytes), and end."""
+    """One HTTP exchange of a tape, as the model grouped its records: its request, response head, SSE events (and
+    the stream's bytes), and end."""
 
-    def __init__(self, request: dict, origin: tuple[str, str | None]) -> None:
-        self.request = request
-        self.response: dict | None = None
+    def __init__(self, passed: Passed, origin: tuple[str, str | None]) -> None:
+        self.request = passed.request
+        self.response = passed.response
         self.events: list[dict] = []
         self.stream: list[bytes] = []
-        self.end: dict | None = None
-        self.last_t = _seconds(request)
+        self.end = passed.end
+        self.last_t = _seconds(self.request)
+        for record in passed.records[1:]:
+            self.last_t = _seconds(record, self.last_t)
+        for record in passed.events:
+            _event(self, record)
         self.scheme, self.host = origin
 
     @property
@@ -144,36 +151,37 @@ class Exchange:
         return entry
 
 
+class _Exchanges(Observer):
+    """The exchanges the model hands out as they end, each with the origin of the recording its request was part of
+    (the capture.start before it)."""
+
+    kinds = frozenset({records.CAPTURE_START, records.HTTP_REQUEST, records.STDIO_LINE, records.STDIO_STDERR,
+                       records.STDIO_EXIT, records.STDIO_EOF})
+
+    def __init__(self) -> None:
+        self.start: dict | None = None
+        self.origins: dict[int, tuple[str, str | None]] = {}  # id(model exchange) -> origin, while it is open
+        self.done: list[Exchange] = []
+
+    def record(self, seen: Seen, model: Model) -> None:
+        if seen.session is not None and seen.session.transport == STDIO:
+            raise NotHttp("a stdio tape has no HTTP exchanges")
+        if seen.exchange is None:  # a capture.start: where the requests after it went
+            self.start = seen.record
+        else:
+            self.origins[id(seen.exchange)] = _origin(self.start)
+
+    def exchange(self, ex: Grouped, model: Model) -> None:
+        self.done.append(Exchange(ex.passed, self.origins.pop(id(ex))))
+
+
 def exchanges(items: Iterable[dict]) -> list[Exchange]:
     """A tape's HTTP exchanges, in request order. Raises NotHttp at the first stdio record."""
-    start: dict | None = None
-    open_: dict[Any, Exchange] = {}
-    done: list[Exchange] = []
-    for record in items:
-        kind = record.get("kind")
-        if kind in (records.STDIO_LINE, records.STDIO_EXIT, records.STDIO_STDERR, records.STDIO_EOF):
-            raise NotHttp("a stdio tape has no HTTP exchanges")
-        if kind == records.CAPTURE_START:
-            start = record
-            continue
-        exchange = record.get("exchange")
-        if kind == records.HTTP_REQUEST:
-            entry = open_[exchange] = Exchange(record, _origin(start))
-            done.append(entry)
-            continue
-        entry = open_.get(exchange)
-        if entry is None:
-            continue
-        entry.last_t = _seconds(record, entry.last_t)
-        if kind == records.HTTP_RESPONSE:
-            entry.response = record
-        elif kind == records.SSE_EVENT:
-            _event(entry, record)
-        elif kind == records.END:
-            entry.end = record
-            del open_[exchange]
-    done.sort(key=lambda e: (_seconds(e.request), e.request.get("exchange", 0)))
-    return done
+    watch = _Exchanges()
+    for _ in Model([watch]).feed_tape("export", items):
+        pass
+    watch.done.sort(key=lambda e: (_seconds(e.request), e.request.get("exchange", 0)))
+    return watch.done
 
 
 def entries(items: Iterable[dict]) -> Iterator[dict]:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .facts import Outcome, SessionTransition
 from .model import OPENED, Call, Model, Observer, Seen
 from .show import ERROR, INJECTED, WARNING, paint
 from .tape import records
@@ -65,9 +66,9 @@ class LiveView(Observer):
     def record(self, seen: Seen, model: Model) -> None:
         r, ex = seen.record, seen.exchange
         self._now = seen.t
-        if r.get("kind") == records.EDIT and ex is not None:
+        if seen.kind == records.EDIT and ex is not None:
             self._edits.setdefault(ex.number, []).extend(r.get("edits") or [])
-        elif r.get("kind") == records.HTTP_RESPONSE and ex is not None and (ex.status or 0) >= 400 and "msg" not in r:
+        elif seen.kind == records.HTTP_RESPONSE and ex is not None and (ex.status or 0) >= 400 and "msg" not in r:
             # refused without a JSON-RPC answer: its calls stay open in the model, but the client has its answer
             self._said.add(ex.number)
             edits = self._edits.pop(ex.number, []) or bool(r.get("injected"))
@@ -75,9 +76,9 @@ class LiveView(Observer):
                 if jsonrpc.kind(msg) == "request":
                     self._line(ex.t, ex.seq, seen.session.short if seen.session else "", records.C2S, msg,
                                f"{ex.status}", r.get("reason") or "refused", seen.t - ex.t, ERROR, edits)
-        for note, subject in seen.notes:
-            if note == "transition" and subject[1].kind != OPENED:
-                session, step = subject
+        for fact in seen.notes:
+            if isinstance(fact, SessionTransition) and fact.step.kind != OPENED:
+                session, step = fact.session, fact.step
                 status = f" ({step.status})" if step.status is not None else ""
                 self.echo(paint(f"{_clock(seen.t)}  #{self.first_seq + seen.seq:<5} -- session {session.short} "
                                 f"{step.kind}{status}{' by an edit' if step.injected else ''}",
@@ -85,18 +86,18 @@ class LiveView(Observer):
 
     def call(self, call: Call, model: Model) -> None:
         ex = call.exchange
-        if ex is not None and ex.number in self._said and not call.answered:
+        ended = call.outcome
+        if ex is not None and ex.number in self._said and not ended.answered:
             return
         status = str(ex.status) if ex is not None and ex.status is not None else ""
-        if call.answered:
-            response = call.response or {}
-            error = response.get("error")
-            outcome = ("result" if "result" in response else
+        if ended.answered:
+            error = call.response.get("error")
+            outcome = ("result" if ended is not Outcome.ERROR else
                        f"error {error.get('code')} {error.get('message')}" if isinstance(error, dict) else "error")
             # a call settles on the record that answered it: the one the view saw last
-            took, tone = self._now - call.t, ERROR if "error" in response else None
+            took, tone = self._now - call.t, ERROR if ended is Outcome.ERROR else None
         else:
-            outcome = "cancelled, no answer" if call.cancel else "no answer when the recording stopped"
+            outcome = "cancelled, no answer" if ended is Outcome.CANCELLED else "no answer when the recording stopped"
             took, tone = None, WARNING
         if call.progress:
             outcome += f"  ({len(call.progress)} progress)"

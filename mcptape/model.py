@@ -3,7 +3,9 @@
 It is built in one pass, record by record, so a tape of any length is analysed in flat memory: an exchange is
 kept while it is open, a call while it is unsettled. Whoever reads the model (check, diff, show) subscribes to
 what it settles: `Observer.record` sees every record with the model's view of it, `Observer.call` every call once
-it is settled (answered, or at the end of the history).
+it is settled (answered, or at the end of the history), with its `outcome`; `Observer.noted` the records the model
+noticed something on, as typed facts (facts.py); `Observer.exchange` each HTTP exchange once it is over, with its
+records (the exports: HAR, mitmproxy flows).
 
 Correlation follows the protocol, not the transport: a response belongs to the request with the same id sent the
 other way in the same session (both sides issue requests with their own id spaces), wherever it arrived: on the
@@ -13,13 +15,17 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 from __future__ import annotations
 
 import gc
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
+                    ResponseOnGetStream, SessionTransition, outcome_of)
+# the lifecycle's names, read by check, show and replay through the model too
+from .lifecycle import DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State, Transition, refusal_text
 from .tape import records
 from .wire import http, jsonrpc
 
@@ -29,39 +35,11 @@ LEGACY_SSE = "http+sse"  # 2024-11-05
 STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
 STATELESS = "stateless-http"  # 2026-07-28
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+_NEW = State.NEW
 
 
-# A session's life, decided here once and read by check, show, diff and replay (docs/sessions.md):
-OPENED = "opened"  # initialize answered with its id, a legacy endpoint announced, a stdio initialize answered
-REFUSED = "refused"  # a request carrying it got a status that says it is gone (the server's own word)
-DELETED = "deleted"  # the client's DELETE was answered 2xx
-EXPIRED = "expired"  # an edit declared it gone (an injected answer): mcptape's doing, not the server's
-ENDED = "ended"  # the stdio server exited, the legacy channel closed
-SUPERSEDED = "superseded"  # dead, and the client then started a new session (initialize without a session id)
-
-# Statuses a server refuses a session with when it does not say 404 (what the spec asks); 410 says "gone" itself.
-_REFUSALS = (400, 401, 403, 410)
-# The only evidence left when a session the tape thinks alive is refused with 400/401/403: how the server words
-# it. Matched broadly: "Session not found", "Invalid or expired session", "No valid session ID provided",
-# "Session terminated", "unknown session", …
-_SESSION_GONE = re.compile(r"session.{0,40}(not found|expired|invalid|unknown|terminated|no longer|closed|gone|"
-                           r"does not exist|no valid)|(unknown|invalid|expired|stale|terminated|closed|no valid)"
-                           r".{0,20}session", re.IGNORECASE | re.DOTALL)
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """One step of a session's life, where it happened: the record, its time, the HTTP status that made it (if
-    any), and whether an edit made it (an injected answer, or a request an edit selected)."""
-
-    kind: str
-    seq: int
-    t: float
-    status: int | None = None
-    injected: bool = False
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "record": self.seq, "status": self.status, "injected": self.injected}
+# A session's life (opened, refused, deleted, expired, ended, superseded) is decided by lifecycle.py's table, which
+# the model asks; check, show, diff and replay read it (docs/sessions.md).
 
 
 @dataclass
@@ -71,19 +49,21 @@ class Session:
     transport: str
     version: str | None = None  # negotiated: initialize's answer, or the 2026 header
     initialized: bool = False
-    opened: Transition | None = None
-    dead: Transition | None = None  # refused, deleted or expired: the first that happened
-    ended: Transition | None = None
-    superseded: Transition | None = None
-    refused_with: int | None = None  # the status it was refused with once gone (a replay answers so)
-    # a session first met on a request, never opened in the tape: `unknown` when the tape holds its conversations
-    # from their start (the server should not know the id either), `midway` when the capture began after it opened
-    unknown: bool = False
-    midway: bool = False
+    life: Life = field(default_factory=Life)  # its state, and the steps that made it (lifecycle.py)
     # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
     # client closed the server's stdin; s2c, the server closed its stdout
     left: dict[str, int] = field(default_factory=dict)
     resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
+
+    # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
+    # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
+    opened = property(attrgetter("life.opened"))
+    dead = property(attrgetter("life.dead"))
+    ended = property(attrgetter("life.ended"))
+    superseded = property(attrgetter("life.superseded"))
+    refused_with = property(attrgetter("life.refused_with"))
+    unknown = property(attrgetter("life.unknown"))
+    midway = property(attrgetter("life.midway"))
 
     @property
     def short(self) -> str:
@@ -119,6 +99,20 @@ class Exchange:
     injected: bool = False
     calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
     mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
+    passed: Passed | None = None  # its records, while an observer reads whole exchanges
+
+
+@dataclass(slots=True)
+class Passed:
+    """An exchange's records as they passed, for whoever exports whole exchanges (HAR, mitmproxy flows): the
+    request, the head of the response, the SSE events, the end, and every record about it in order (edits
+    included). Kept only while an observer reads exchanges (Observer.exchange): check never pays for it."""
+
+    request: dict
+    response: dict | None = None
+    events: list[dict] = field(default_factory=list)
+    end: dict | None = None
+    records: list[dict] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -143,6 +137,7 @@ class Call:
     progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
     cancel: tuple[int, float, Any] | None = None
     injected: bool = False
+    outcome: Outcome | None = None  # how it ended: decided when it settles, before its messages are dropped
     # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
     key: tuple = ()
     token_key: tuple | None = None
@@ -162,23 +157,21 @@ class Call:
 
 @dataclass(slots=True)
 class Seen:
-    """A record as the model understands it: where it sits, which session and exchange it belongs to, and what
-    the model noticed on it: ("duplicate-request", the earlier Call), ("orphan-response", msg),
-    ("late-response", Call), ("progress-after-response", Call), where a settled Call has dropped its messages;
-    ("response-on-get-stream", msg): an answer on the standalone GET stream of a session, which is no resumed
-    stream; ("malformed", the record's `problem`: what the recorder found wrong with the message); ("transition",
-    (Session, Transition)): a step of a session's life this record made."""
+    """A record as the model understands it: where it sits, which session and exchange it belongs to, and the
+    facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late answer,
+    progress after the answer, an answer on the GET stream, a malformed message)."""
 
     tape: str
     seq: int
     record: dict
+    kind: Any  # the record's kind (records.KINDS; anything in a hostile tape)
     t: float = 0.0
     session: Session | None = None
     exchange: Exchange | None = None
-    notes: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[Fact, ...] = ()
 
-    def note(self, what: str, subject: Any) -> None:
-        self.notes += ((what, subject),)
+    def note(self, fact: Fact) -> None:
+        self.notes += (fact,)
 
 
 class Observer:
@@ -195,6 +188,11 @@ class Observer:
         return None
 
     def call(self, call: Call, model: Model) -> Iterable[Any] | None:
+        return None
+
+    def exchange(self, ex: Exchange, model: Model) -> Iterable[Any] | None:
+        """An HTTP exchange is over: its end came, a request took its number, or the tape ended first. Its
+        records are in `ex.passed` (the model keeps them only when an observer overrides this)."""
         return None
 
     def finish(self, model: Model) -> Iterable[Any]:
@@ -230,6 +228,11 @@ class Model:
         self._any_kind_observers = [o for o in watching if o.kinds is None]  # for kinds this mcptape does not know
         self._noted_observers = [o for o in observers if type(o).noted is not Observer.noted]
         self._call_observers = [o for o in observers if type(o).call is not Observer.call]
+        self._exchange_observers = [o for o in observers if type(o).exchange is not Observer.exchange]
+        self._over: list[Exchange] = []  # exchanges a record ended, for the exchange observers
+        if self._exchange_observers:  # keep each exchange's records for them (check never pays for it)
+            for kind in (records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.END, records.EDIT):
+                self._handlers[kind] = self._keeping(self._handlers[kind])
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
 
     # -- feeding ---------------------------------------------------------------------------------------------------
@@ -242,10 +245,10 @@ class Model:
         self._exchanges = {}
         self._started = False
         handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
-        noted, settled = self._noted_observers, self._settled_now
+        noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
-            seen = Seen(name, seq, record, record.get("t", 0.0))
             kind = record.get("kind")
+            seen = Seen(name, seq, record, kind, record.get("t", 0.0))
             handler = handlers.get(kind)
             if handler is not None:
                 handler(seen, settled)
@@ -254,7 +257,7 @@ class Model:
                 if found:
                     yield from found
             if "problem" in record:
-                seen.note("malformed", record["problem"])
+                seen.note(Malformed(record["problem"]))
             if seen.notes:
                 for observer in noted:
                     found = observer.noted(seen, self)
@@ -264,6 +267,49 @@ class Model:
                 for call in settled:
                     yield from self._settle(call)
                 settled.clear()
+            if over:
+                yield from self._exchanges_over(over)
+        if self._exchange_observers:  # the tape ended before these did
+            yield from self._exchanges_over(list(self._exchanges.values()))
+
+    def _exchanges_over(self, over: list[Exchange]) -> list[Any]:
+        out: list[Any] = []
+        for ex in over:
+            for observer in self._exchange_observers:
+                found = observer.exchange(ex, self)
+                if found:
+                    out += found
+            ex.passed = None
+        over.clear()
+        return out
+
+    def _keeping(self, handler: Callable[[Seen, list[Call]], None]) -> Callable[[Seen, list[Call]], None]:
+        """A handler that also files the record with its exchange's records (Passed), and hands out the exchanges
+        it ended: by their end record, or by a new request taking their number."""
+        def keep(seen: Seen, settled: list[Call]) -> None:
+            kind = seen.kind
+            replaced = self._exchanges.get(seen.record.get("exchange")) if kind == records.HTTP_REQUEST else None
+            handler(seen, settled)
+            ex = seen.exchange
+            if ex is None:
+                return
+            if kind == records.HTTP_REQUEST:
+                ex.passed = Passed(seen.record, records=[seen.record])
+                if replaced is not None:
+                    self._over.append(replaced)
+                return
+            passed = ex.passed
+            if passed is None:
+                return
+            passed.records.append(seen.record)
+            if kind == records.HTTP_RESPONSE:
+                passed.response = seen.record
+            elif kind == records.SSE_EVENT:
+                passed.events.append(seen.record)
+            elif kind == records.END:
+                passed.end = seen.record
+                self._over.append(ex)
+        return keep
 
     def _capture_start(self, seen: Seen, settled: list[Call]) -> None:
         self._run += 1
@@ -279,6 +325,7 @@ class Model:
         if self._calls.get(key) is call:
             del self._calls[key]
         out: list[Any] = []
+        call.outcome = outcome_of(call)
         for observer in self._call_observers:
             found = observer.call(call, self)
             if found:
@@ -306,18 +353,18 @@ class Model:
         """The session a request carries; one the tape never saw opened is unknown, or was opened before the
         capture began."""
         session = self.session(label, transport)
-        if session.opened is None and not session.unknown and not session.midway:
-            if self._started:
-                session.unknown = True
-            else:
-                session.midway = True
+        if session.life.state is _NEW:
+            session.life.met(self._started)
         return session
 
     def _transition(self, seen: Seen, session: Session, kind: str, status: int | None = None,
-                    injected: bool = False) -> Transition:
+                    injected: bool = False) -> bool:
+        """A step of the session's life, if its lifecycle takes it from where the session stands."""
         step = Transition(kind, seen.seq, seen.t, status, injected)
-        seen.note("transition", (session, step))
-        return step
+        if not session.life.take(step):
+            return False
+        seen.note(SessionTransition(session, step))
+        return True
 
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
@@ -341,7 +388,7 @@ class Model:
         elif not sent and isinstance(ex.msg, dict) and ex.msg.get("method") == "initialize":
             self._started = True
             for dead in self._dead:  # the client starts anew: the sessions it lost are replaced
-                dead.superseded = self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
+                self._transition(seen, dead, SUPERSEDED, injected=ex.injected)
             self._dead.clear()
         self._exchanges[ex.number] = ex
         seen.exchange, seen.session = ex, session
@@ -366,19 +413,21 @@ class Model:
             # the answer to initialize names the session it opened (ignore ids on error answers: the SDK mints a
             # throw-away one on its 400)
             ex.session = self.session(sent, STREAMABLE)
-            ex.session.opened = ex.session.opened or self._transition(seen, ex.session, OPENED, status)
+            self._transition(seen, ex.session, OPENED, status)
         if ex.session is None and ex.msg is not None and ok:
             # no session at all: a stateless server answering a handshake-era client
             ex.session = self.session(f"sessionless:{self.tape}:conn{ex.conn}", STREAMABLE)
         session = seen.session = ex.session
         if session is None:
             return
-        if ex.sent_session and session.transport == STREAMABLE and status is not None:
+        if (ex.sent_session and session.transport == STREAMABLE and status is not None
+                and (status >= 400 or ex.method == "DELETE")):  # (no other answer can move it: Life.answer)
             self._lifecycle(seen, ex, session, status)
         if ex.msg is not None and not ex.calls_known:
             # the request that opened the session (initialize) is read now that its session is known
             ex.calls_known = True
-            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, ex.t, session, ex)
+            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, records.HTTP_REQUEST, ex.t, session,
+                           ex)
             self._messages(request, session, records.C2S, ex.msg, ex, settled)
         if "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
@@ -386,21 +435,10 @@ class Model:
     def _lifecycle(self, seen: Seen, ex: Exchange, session: Session, status: int) -> None:
         """What the answer to a request that carried a session says of that session's life."""
         r = seen.record
-        if session.dead is not None:  # how the server goes on answering it is for the rules to judge
-            if status >= 400 and session.refused_with is None:
-                session.refused_with = status
-            return
         injected = bool(r.get("injected")) or ex.injected
-        if ex.method == "DELETE" and 200 <= status < 300:
-            kind = DELETED
-        elif status == 404 or status == 410 or (status in _REFUSALS and (session.unknown or _says_gone(r))):
-            kind = EXPIRED if injected else REFUSED  # (an unknown id refused at all: the server does not know it)
-        else:
-            return
-        session.dead = self._transition(seen, session, kind, status, injected)
-        if kind != DELETED:
-            session.refused_with = status
-        self._dead.append(session)
+        kind = session.life.answer(ex.method, status, injected, r)
+        if kind is not None and self._transition(seen, session, kind, status, injected):
+            self._dead.append(session)
 
     def _sse_event(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
@@ -416,7 +454,7 @@ class Model:
             ex.session = self.session(r.get("session") or f"sse:{self.tape}:{ex.number}", LEGACY_SSE)
             self._legacy_paths[urlsplit(r["data"]).path] = ex.session
             self._started = True
-            ex.session.opened = ex.session.opened or self._transition(seen, ex.session, OPENED)
+            self._transition(seen, ex.session, OPENED)
         session = seen.session = ex.session
         if session is not None and "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
@@ -428,8 +466,8 @@ class Model:
             return
         ex.end = r.get("reason")
         seen.exchange, seen.session = ex, ex.session
-        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream and not ex.session.ended:
-            ex.session.ended = self._transition(seen, ex.session, ENDED, injected=ex.injected)
+        if ex.session is not None and ex.session.transport == LEGACY_SSE and ex.get_stream:
+            self._transition(seen, ex.session, ENDED, injected=ex.injected)
         ex.headers, ex.msg = [], None  # see Exchange
 
     def _stdio_session(self) -> Session:
@@ -438,10 +476,9 @@ class Model:
     def _stdio(self, seen: Seen, settled: list[Call]) -> None:
         session = seen.session = self._stdio_session()
         r = seen.record
-        if r["kind"] == records.STDIO_EXIT:
-            if not session.ended:
-                session.ended = self._transition(seen, session, ENDED)
-        elif r["kind"] == records.STDIO_EOF:
+        if seen.kind == records.STDIO_EXIT:
+            self._transition(seen, session, ENDED)
+        elif seen.kind == records.STDIO_EOF:
             session.left.setdefault(r.get("dir"), seen.seq)
         elif "msg" in r:
             self._messages(seen, session, r.get("dir", records.C2S), r["msg"], None, settled)
@@ -485,7 +522,7 @@ class Model:
             # before 2026-07-28 an id may never be used twice in a session; since then, not while in flight
             earlier = self._settled.get(key)
         if earlier is not None:
-            seen.note("duplicate-request", earlier)
+            seen.note(DuplicateRequest(earlier))
         self._calls[key] = call
         token = meta.get("progressToken")
         if token is not None:
@@ -497,7 +534,7 @@ class Model:
     def _response(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None,
                   settled: list[Call]) -> None:
         if ex is not None and ex.get_stream and ex.last_event_id is None and session.transport == STREAMABLE:
-            seen.note("response-on-get-stream", msg)
+            seen.note(ResponseOnGetStream(msg))
         asked = records.C2S if direction == records.S2C else records.S2C
         key = (id(session), asked, jsonrpc.id_key(msg.get("id")))
         call = self._calls.get(key)
@@ -510,18 +547,17 @@ class Model:
         if call is None:
             late = self._settled.get(key)
             if late is not None:
-                seen.note("late-response", late)
+                seen.note(LateResponse(late))
             else:
-                seen.note("orphan-response", msg)
+                seen.note(OrphanResponse(msg))
             return
         if call.response_seq is not None:  # answered already in this same record (a batch): a second answer
-            seen.note("late-response", call)
+            seen.note(LateResponse(call))
             return
         call.response, call.response_seq = msg, seen.seq
         if call.method == "initialize" and "result" in msg:
             session.initialized = True
-            if session.opened is None:  # stdio and legacy: no id to hand out; the handshake opens it
-                session.opened = self._transition(seen, session, OPENED)
+            self._transition(seen, session, OPENED)  # stdio and legacy: no id to hand out; the handshake opens it
             version = msg["result"].get("protocolVersion") if isinstance(msg["result"], dict) else None
             session.version = version or session.version
         settled.append(call)
@@ -540,7 +576,7 @@ class Model:
             if call is not None:
                 call.progress.append((seen.seq, t, params.get("progress")))
             elif (late := self._settled_tokens.get((id(session), token))) is not None:
-                seen.note("progress-after-response", late)
+                seen.note(ProgressAfterResponse(late))
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())
@@ -578,21 +614,6 @@ class Recent:
     def get(self, key: Any) -> Any:
         found = self.new.get(key)
         return self.old.get(key) if found is None else found
-
-
-def refusal_text(response: dict) -> str:
-    """What an HTTP refusal said: its JSON-RPC error's message, else its text body (the start of it)."""
-    body = response.get("msg")
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"]).strip()
-    raw = response.get("raw")
-    return raw[:2000].decode("utf-8", "replace").strip() if isinstance(raw, bytes) else ""
-
-
-def _says_gone(response: dict) -> bool:
-    """The server's own words, where they are the only evidence."""
-    return bool(_SESSION_GONE.search(refusal_text(response)))
 
 
 _NO_META: dict = {}

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from . import terminal
+from .facts import SessionTransition
 from .model import OPENED, Model, Observer, Seen, Session
 from .tape import json_form, records
 from .tape.file import Record
@@ -236,9 +237,9 @@ def lines(row: Row, colour: bool = False) -> list[str]:
     if (record.get("kind") == records.HTTP_RESPONSE and ex is not None and isinstance(ex.msg, dict)
             and ex.msg.get("method") == "server/discover" and (ex.status or 0) >= 400):
         _append(described, "  (era probe refused: a 2026-07-28 client falls back to initialize)")
-    for note, subject in seen.notes:
-        if note == "transition":  # a step of a session's life (model.py): opened, refused, deleted, …
-            changed, step = subject
+    for fact in seen.notes:
+        if isinstance(fact, SessionTransition):  # a step of a session's life (lifecycle.py): opened, refused, …
+            changed, step = fact.session, fact.step
             status = f" {step.status}" if step.status is not None and step.kind != OPENED else ""
             by = " by an edit" if step.injected else ""
             _append(described, f"  [session {changed.short} {step.kind}{status}{by}]")
@@ -403,9 +404,9 @@ def whole(row: Row, colour: bool = False) -> list[str]:
             continue
         text = value if isinstance(value, str) else json_form.dumps(value)
         field(name, text, INJECTED if name == "injected" else ERROR if name == "problem" else None)
-    for note, subject in row.seen.notes:
-        if note == "transition":
-            changed, step = subject
+    for fact in row.seen.notes:
+        if isinstance(fact, SessionTransition):
+            changed, step = fact.session, fact.step
             field("session", f"{changed.label} {step.kind}" + (f" {step.status}" if step.status is not None else "")
                   + (" by an edit" if step.injected else ""))
     if record.get("headers"):

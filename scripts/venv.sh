@@ -19,5 +19,16 @@ if [ ! -x "$venv/bin/python" ]; then
   fi
   "$py" -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extra]" 2>&1 \
-  | grep -v -e "^WARNING: Location" -e "is ignored: it is neither a file nor a directory" || true
+# The install is editable: code changes need none. Reinstall only when pyproject.toml (dependencies, entry points)
+# or the extra changed since the last install that succeeded, as the stamp says.
+stamp="$venv/.mcptape-installed-$extra"
+want="$(cksum < pyproject.toml)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  status=0
+  out="$("$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extra]" 2>&1)" || status=$?
+  printf '%s\n' "$out" | grep -v -e "^WARNING: Location" -e "is ignored: it is neither a file nor a directory" \
+    -e "^$" || true
+  if [ "$status" -eq 0 ]; then
+    printf '%s\n' "$want" > "$stamp"
+  fi
+fi

@@ -23,12 +23,19 @@ def check(*tapes, extra=()) -> dict:
     return json.loads(result.stdout)
 
 
+# True violations of the official Python SDK server that check flags on every recording that shows them, documented
+# in docs/rules.md: its tools log with ctx.info (notifications/message) although the server declares the logging
+# capability only when a logging/setLevel handler is registered. The tests here are about other rules.
+SDK_VIOLATIONS = {"declare-logging"}
+
+
 def rules(report: dict, severity: str | None = None) -> list[str]:
-    return [f["rule"] for f in report["findings"] if severity is None or f["severity"] == severity]
+    return [f["rule"] for f in report["findings"] if (severity is None or f["severity"] == severity)
+            and f["rule"] not in SDK_VIOLATIONS]
 
 
 def serious(report: dict) -> list[dict]:
-    return [f for f in report["findings"] if f["severity"] in ("error", "warning")]
+    return [f for f in report["findings"] if f["severity"] in ("error", "warning") and f["rule"] not in SDK_VIOLATIONS]
 
 
 @pytest.fixture
@@ -66,7 +73,9 @@ def test_clean_sdk_sessions_have_no_warnings_or_errors(demo_server, record, tmp_
     report = check(*tapes)
     assert serious(report) == [], serious(report)
     assert report["summary"]["tapes"] == 4
-    assert run_mcptape("check", *map(str, tapes)).returncode == 0
+    assert run_mcptape("check", *map(str, tapes), "--fail-on", "never").returncode == 0
+    logged = [f for f in report["findings"] if f["rule"] == "declare-logging"]
+    assert logged and all(f["blames"] == "server" and f["method"] == "notifications/message" for f in logged)
 
 
 def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
@@ -79,7 +88,7 @@ def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
     client.close()
     report = check(tape)
     assert rules(report) == ["cancelled-without-response"]
-    finding = report["findings"][0]
+    finding = next(f for f in report["findings"] if f["rule"] == "cancelled-without-response")
     assert finding["severity"] == "info" and finding["request_id"] == 2 and finding["method"] == "tools/call"
     assert "SHOULD" in finding["spec"] and "Not send a response for the cancelled request" in finding["spec"]
     assert finding["dir"] == "c2s" and finding["session"].startswith("stdio")
@@ -88,7 +97,7 @@ def test_a_cancelled_stdio_call_is_not_a_hang(tmp_path):
 SILENT = ("import sys, json\nfor line in sys.stdin:\n    m = json.loads(line)\n"
           "    if m.get('method') == 'initialize':\n"
           "        print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':{'protocolVersion':'2025-11-25',"
-          "'capabilities':{},'serverInfo':{'name':'x','version':'0'}}}), flush=True)\n")
+          "'capabilities':{'tools':{}},'serverInfo':{'name':'x','version':'0'}}}), flush=True)\n")
 
 
 def test_a_never_answered_stdio_request_is_an_error(tmp_path):
@@ -250,10 +259,13 @@ def test_formats_thresholds_truncation_and_unreadable_input(tmp_path):
     wait_until(lambda: cancelled(tape, 2), what="the cancellation in the tape")  # relayed before the client leaves
     client.close()
     text = run_mcptape("check", str(tape))
-    assert text.returncode == 0 and "cancelled-without-response" in text.stdout and "spec:" in text.stdout
+    assert "cancelled-without-response" in text.stdout and "spec:" in text.stdout
+    assert run_mcptape("check", str(tape), "--fail-on", "error").returncode == (1 if "declare-logging" in text.stdout
+                                                                               else 0)
     assert run_mcptape("check", str(tape), "--fail-on", "info").returncode == 1
     sarif = json.loads(run_mcptape("check", str(tape), "--format", "sarif").stdout)
-    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"][0]["level"] == "note"
+    levels = {r["ruleId"]: r["level"] for r in sarif["runs"][0]["results"]}
+    assert sarif["version"] == "2.1.0" and levels["cancelled-without-response"] == "note"
     data = tape.read_bytes()
     (tmp_path / "torn.mcptape").write_bytes(data[:-10])
     torn = check(tmp_path / "torn.mcptape")

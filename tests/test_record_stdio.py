@@ -247,6 +247,7 @@ def test_a_full_disk_stops_the_recording_not_the_server(tmp_path):
     assert b"mcptape: recording stopped" in client.proc.stderr.read()
     recorded = read(tape)  # what was written before the disk filled is intact
     assert recorded.records[0]["kind"] == "capture.start"
+    assert recorded.truncated is None  # records go out several to a write: a cut one is taken back whole
 
 
 HUGE_AND_DEEP = r"""

@@ -152,7 +152,7 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "junk.mcptape").write_bytes(b"not a tape")
     one_line_error(run_mcptape("report", str(tmp_path / "junk.mcptape")), "not an mcptape tape")
     tape = _stdio_conversation(tmp_path / "ok.mcptape", 1)
-    one_line_error(run_mcptape("report", tape, "-o", str(tmp_path / "no" / "r.md")), "cannot write")
+    one_line_error(run_mcptape("report", tape, "-o", str(tmp_path / "no" / "r.md")), "not a file in an existing directory")
 
 
 def test_the_docs_examples_run_as_written(real_tapes, tmp_path):

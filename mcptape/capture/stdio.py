@@ -1,8 +1,11 @@
 """Record a stdio MCP server by standing in for it: `mcptape record -o tape -- CMD ARGS`.
 
 The client launches us instead of the server; we launch the server and relay its stdin, stdout and stderr
-byte for byte, each chunk forwarded as soon as its complete lines are on tape (no added buffering: a partial line
-goes straight through). We write nothing of our own to stdout, forward signals, and exit as the server did.
+byte for byte, each chunk forwarded as soon as it is read (no added buffering: a partial line goes straight
+through). Recording is off that path: a chunk is queued as it was read (with the time), goes on, and only then
+is it cut into lines, parsed, redacted and written. The queue is one for all three pipes and filled before
+forwarding, so the tape stays causal: the peer cannot answer a line before it is queued. We write nothing of our
+own to stdout, forward signals, and exit as the server did.
 
 A line is gathered as a list of its parts (capture/bounded.py), so time stays linear in its length; one longer
 than a reader takes whole is recorded cut (its first bytes, size and SHA-256), never held whole, and always
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from .. import TOOL
@@ -31,8 +35,12 @@ from ..tape.file import Writer
 from ..wire import jsonrpc
 from .bounded import Bounded, body_limit
 
+_STDERR = "stderr"  # the queue's name for the server's stderr, beside records.C2S and records.S2C
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _CHUNK = 65536
+# Chunks queued while another pump writes: past this many, a pump waits for the writer (memory stays bounded
+# when the tape is slower than the pipes).
+_QUEUE_MAX = 256
 
 
 class StdioRecorder:
@@ -40,6 +48,11 @@ class StdioRecorder:
         self.argv = argv
         self.writer = writer
         self.redactor = redactor or Redactor()
+        # What is to be recorded, in order: (time, pipe, chunk read; b"" at its end) or (time, None, record). The
+        # queue's lock is held only to read the time and append (so `t` never runs backwards); the writer's lock
+        # while records are written. Each pipe's line so far is the writer's (capture/bounded.py).
+        self._queue: deque[tuple[float, str | None, bytes | records.Record]] = deque()
+        self._queue_lock = threading.Lock()
         self._lock = threading.Lock()
         self.failure: str | None = None  # set when the tape could not be written: relaying goes on regardless
         # Live edits (edits.Editor): the plans for requests in flight, by id; the server's answers are then relayed
@@ -51,17 +64,76 @@ class StdioRecorder:
         self._timers: list[threading.Timer] = []
         self._proc: subprocess.Popen | None = None
         self.limit = body_limit()
+        self._lines = {pipe: Bounded(self.limit) for pipe in (records.C2S, records.S2C, _STDERR)}
 
     def record(self, make: Callable[[float], records.Record]) -> None:
-        # The lock orders records from the three pumps; time is read under it so `t` never runs backwards.
-        with self._lock:
-            if self.failure is not None:
-                return
+        """Record now: `make` is called at once (it may read what its caller changes next), and this returns once
+        the record is written (the end of the run relies on it)."""
+        with self._queue_lock:
+            t = time.time()
             try:
-                self.writer.write(self.redactor.record(make(time.time())))
-            except Exception as e:  # a full disk must not break the client's server: say so once, keep relaying
-                self.failure = f"{type(e).__name__}: {e}"
-                _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
+                made = make(t)
+            except Exception as e:
+                self._stop(e)
+                return
+            self._queue.append((t, None, made))
+        with self._lock:
+            self._write_queued()
+
+    def queue(self, pipe: str, chunk: bytes) -> None:
+        """Record soon what was read from a pipe (b"": it ended), before it goes on."""
+        with self._queue_lock:
+            self._queue.append((time.time(), pipe, chunk))
+
+    def drain(self) -> None:
+        """Write what is queued. A pump does not wait here for another (unless the queue is long): whoever holds
+        the writer's lock writes what was queued meanwhile too (it looks again after letting go)."""
+        while self._queue and self._lock.acquire(blocking=len(self._queue) > _QUEUE_MAX):
+            try:
+                self._write_queued()
+            finally:
+                self._lock.release()
+
+    def _write_queued(self) -> None:
+        """Everything queued, in one write (under the writer's lock)."""
+        queued = []
+        while self._queue:
+            queued.append(self._queue.popleft())
+        if self.failure is not None:
+            return
+        try:
+            made: list[records.Record] = []
+            for t, pipe, item in queued:
+                if pipe is None:
+                    made.append(item)
+                else:
+                    self._cut(t, pipe, item, made)
+            self.writer.write_many([self.redactor.record(record) for record in made])
+        except Exception as e:
+            self._stop(e)
+
+    def _cut(self, t: float, pipe: str, chunk: bytes, made: list[records.Record]) -> None:
+        """The records of the lines a chunk ends; at the pipe's end (b""), of a last line without its newline."""
+        line = self._lines[pipe]
+        if not chunk:
+            if line.size:
+                made.append(_line(t, pipe, line, partial=True))
+                line.clear()
+            return
+        if not line.size and chunk.endswith(b"\n") and len(chunk) <= self.limit:  # whole lines, none to cut
+            made.extend(_whole_line(t, pipe, data) for data in chunk[:-1].split(b"\n"))
+            return
+        for part, ended in _lines(chunk):
+            line.add(part)
+            if ended:
+                made.append(_line(t, pipe, line))
+                line.clear()
+
+    def _stop(self, e: Exception) -> None:
+        # A full disk must not break the client's server: say so once, keep relaying.
+        if self.failure is None:
+            self.failure = f"{type(e).__name__}: {e}"
+            _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
 
     def run(self) -> int:
         """Run the server to its end. Returns its exit code, or minus the signal that ended it."""
@@ -100,36 +172,37 @@ class StdioRecorder:
         return returncode
 
     def _pump(self, src: int, dst: int, direction: str, at_eof: Callable[[], None] | None) -> None:
-        """Record each complete line, then forward the chunk at once. Recording first keeps the tape causal: the
-        peer cannot answer a line before it is on tape, so the other direction's pump cannot record the answer
-        first. A chunk without a newline is forwarded straight away. A dead reader does not stop the recording."""
-        line = Bounded(self.limit)
+        """Queue each chunk, forward it, then write what is queued (see the module's doc). With live edits, each
+        request is planned before it goes on, so its answer finds the plan. A dead reader does not stop the
+        recording."""
+        planned = Bounded(self.limit) if self.editor is not None and direction == records.C2S else None
         dst_alive = True
-        # With live edits the client's lines go on whole, so one an edit answers in the server's place is kept back;
-        # a line too long to hold whole is relayed as it comes, unedited.
-        by_line = self.editor is not None and direction == records.C2S
+        # With live edits the client's lines go on whole, so one an edit answers in the server's place is kept back
+        # (refuse-discover); a line too long to hold whole is relayed as it comes, unedited.
         passing = False
         while chunk := _read(src):
-            out = b"" if by_line else chunk
-            for part, ended in _lines(chunk):
-                if by_line and (passing or line.size + len(part) > line.limit):
-                    out += part if passing else line.whole() + part
-                    passing = True
-                line.add(part)
-                if ended:
-                    self.record(lambda t: _line(t, direction, line))
-                    if passing:
-                        out += b"\n"
-                    elif by_line and not self._answered_here(line.whole()):
-                        out += line.whole() + b"\n"
-                    line.clear()
-                    passing = False
+            self.queue(direction, chunk)
+            out = chunk
+            if planned is not None:
+                out = b""
+                for part, ended in _lines(chunk):
+                    if passing or planned.size + len(part) > planned.limit:
+                        out += part if passing else planned.whole() + part
+                        passing = True
+                    planned.add(part)
+                    if ended:
+                        if passing:
+                            out += b"\n"
+                        elif not self._answered_here(planned.whole()):
+                            out += planned.whole() + b"\n"
+                        planned.clear()
+                        passing = False
             if dst_alive and out:
                 dst_alive = _write_all(dst, out)
-        if by_line and line.size and not passing and dst_alive:
-            _write_all(dst, line.whole())  # the last bytes, with no newline after them
-        if line.size:
-            self.record(lambda t: _line(t, direction, line, partial=True))
+            self.drain()
+        if planned is not None and planned.size and not passing and dst_alive:
+            _write_all(dst, planned.whole())  # the last bytes, with no newline after them
+        self.queue(direction, b"")
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
         if at_eof is not None:
             try:
@@ -223,20 +296,12 @@ class StdioRecorder:
             _write_all(dst, line + end)
 
     def _pump_stderr(self, src: int) -> None:
-        line = Bounded(self.limit)
-
-        def stderr(t: float) -> records.Record:
-            return records.stdio_stderr(t, b"", line.fields()) if line.cut else records.stdio_stderr(t, line.whole())
-
         while chunk := _read(src):
-            for part, ended in _lines(chunk):
-                line.add(part)
-                if ended:
-                    self.record(stderr)
-                    line.clear()
+            self.queue(_STDERR, chunk)
             _write_all(2, chunk)
-        if line.size:
-            self.record(stderr)
+            self.drain()
+        self.queue(_STDERR, b"")
+        self.drain()
 
 
 class StartError(Exception):
@@ -255,10 +320,17 @@ def _lines(chunk: bytes):
         yield chunk[start:], False
 
 
-def _line(t: float, direction: str, line: Bounded, partial: bool = False) -> records.Record:
+def _line(t: float, pipe: str, line: Bounded, partial: bool = False) -> records.Record:
+    """The record of a line (of stderr: without `partial`, whose end says nothing of the protocol)."""
+    if pipe == _STDERR and line.cut:
+        return records.stdio_stderr(t, b"", line.fields())
     if line.cut:
-        return records.stdio_line(t, direction, b"", partial, line.fields())
-    return records.stdio_line(t, direction, line.whole(), partial)
+        return records.stdio_line(t, pipe, b"", partial, line.fields())
+    return _whole_line(t, pipe, line.whole(), partial)
+
+
+def _whole_line(t: float, pipe: str, data: bytes, partial: bool = False) -> records.Record:
+    return records.stdio_stderr(t, data) if pipe == _STDERR else records.stdio_line(t, pipe, data, partial)
 
 
 def _injected_line(t: float, direction: str, line: bytes) -> records.Record:

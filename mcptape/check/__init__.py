@@ -4,10 +4,12 @@ one history (in the order given), so a rule can see an id issued in one tape and
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from ..model import Model, Observer, collector_paused
 from ..tape.file import Reader
 from . import spec
+from .config import Config
 from .rules import SEVERITIES, Finding, all_rules
 
 
@@ -35,6 +37,40 @@ def check_records(tapes: Iterable[tuple[str, Iterable[dict]]], watchers: list[Ob
     for name, items in tapes:
         yield from model.feed_tape(name, items)
     yield from model.finish()
+
+
+@dataclass
+class Outcome:
+    """What `check` found in tapes, after the project's settings: `findings` (severities as configured),
+    `failing` (those the baseline does not hold), `rows` (a verdict per requirement per tape, when asked for)."""
+
+    findings: list[Finding]
+    failing: list[Finding]
+    rows: list | None = None
+
+
+def run(paths: list[str], requirements: bool = False, config: Config | None = None,
+        baseline: str | None = None) -> Outcome:
+    """check as the command runs it: the findings at the project's severities, the verdicts when `requirements`,
+    and which findings are new against a baseline file. Raises TapeError, BaselineError."""
+    from . import baseline as baselines
+
+    known = baselines.load(baseline) if baseline else None  # an unreadable baseline fails before any work
+    exercise = None
+    watchers: list[Observer] = []
+    if requirements:
+        from .verdicts import Exercise
+
+        exercise = Exercise()
+        watchers.append(exercise)
+    found = check(paths, watchers)
+    findings = list(config.apply(found) if config is not None else found)
+    rows = None
+    if exercise is not None:
+        from .verdicts import judge
+
+        rows = judge(findings, exercise, paths)
+    return Outcome(findings, baselines.new(findings, known) if known is not None else findings, rows)
 
 
 def at_or_above(severity: str, threshold: str) -> bool:

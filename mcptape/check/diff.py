@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..facts import Outcome
 from ..model import Call, Model, Observer, collector_paused
 from ..redact import blend
 from ..wire import jsonrpc, pointer
@@ -37,14 +38,10 @@ class Difference:
 
 @dataclass(slots=True)
 class _Called:
-    """What diff keeps of a call: enough to align and compare it, none of the transport around it. Params and
-    answer (the result or the error), per-run noise dropped, are packed: the tapes are read in worker processes,
-    bytes cross back cheaply, and equal bytes are equal calls without unpacking anything."""
+    """What diff keeps of a call: enough to compare and name it, none of the transport around it. Params and answer
+    (the result or the error), per-run noise dropped, are packed: equal bytes are equal calls without unpacking
+    anything, and the tapes are read in worker processes, whose calls cross back as one msgpack blob (_ship)."""
 
-    seq: int
-    session: int
-    dir: str
-    method: str
     outcome: str
     packed: bytes  # (params, answer)
     session_name: str  # as show names it
@@ -57,18 +54,18 @@ class _Called:
 
 class _Collect(Observer):
     def __init__(self) -> None:
-        self.calls: list[_Called] = []
+        self.calls: list[tuple[int, int, str, str, _Called]] = []  # seq, session, dir, method, what is kept
         self.sessions: dict[int, int] = {}
 
     def call(self, call: Call, model: Model) -> None:
         session = self.sessions.setdefault(id(call.session), len(self.sessions))
         outcome = _outcome(call)
-        answer = call.response.get(outcome) if call.answered else None
+        answer = call.response.get(outcome) if call.outcome.answered else None
         params = call.request.get("params")
         packed = pack([_drop_noise(params), _drop_noise(answer)])
         name = (params.get("name") or params.get("uri")) if isinstance(params, dict) else None
-        self.calls.append(_Called(call.seq, session, call.dir, call.method, outcome, packed, call.session.short,
-                                  name if isinstance(name, str) else None))
+        self.calls.append((call.seq, session, call.dir, call.method,
+                           _Called(outcome, packed, call.session.short, name if isinstance(name, str) else None)))
 
 
 def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
@@ -80,17 +77,31 @@ def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
     with collector_paused():
         findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
         findings += [f for f in model.finish() if isinstance(f, Finding)]
+    calls = sorted(collect.calls, key=lambda c: c[0])  # in the order they were sent
     # sessions are numbered in the order their first call settled; renumber by first request
     first: dict[int, int] = {}
-    for call in sorted(collect.calls, key=lambda c: c.seq):
-        first.setdefault(call.session, len(first))
+    for _, session, *_ in calls:
+        first.setdefault(session, len(first))
     ordinals: Counter = Counter()
     aligned: dict[Key, _Called] = {}
-    for call in sorted(collect.calls, key=lambda c: c.seq):
-        base = (first[call.session], call.dir, call.method)
+    for _, session, direction, method, called in calls:
+        base = (first[session], direction, method)
         ordinals[base] += 1
-        aligned[(*base, ordinals[base])] = call
+        aligned[(*base, ordinals[base])] = called
     return aligned, findings
+
+
+def _ship(path: str) -> tuple[bytes, list[Finding]]:
+    """_read in a worker process: its calls as one msgpack blob, which crosses back several times faster than
+    pickled objects (0.2 s instead of 0.6 s for 50,000 calls)."""
+    aligned, findings = _read(path)
+    return pack([[*key, c.outcome, c.packed, c.session_name, c.name] for key, c in aligned.items()]), findings
+
+
+def _landed(shipped: tuple[bytes, list[Finding]]) -> tuple[dict[Key, _Called], list[Finding]]:
+    blob, findings = shipped
+    return {(order, direction, method, ordinal): _Called(*kept)
+            for order, direction, method, ordinal, *kept in decode_payload(blob)}, findings
 
 
 def _read_both(path_a: str, path_b: str) -> list[tuple[dict[Key, _Called], list[Finding]]]:
@@ -101,7 +112,7 @@ def _read_both(path_a: str, path_b: str) -> list[tuple[dict[Key, _Called], list[
     from multiprocessing import get_context
 
     with ProcessPoolExecutor(2, mp_context=get_context("fork")) as pool:
-        return list(pool.map(_read, [path_a, path_b]))
+        return [_landed(shipped) for shipped in pool.map(_ship, [path_a, path_b])]
 
 
 def _label(key: Key, a: _Called | None, b: _Called | None) -> str:
@@ -118,12 +129,15 @@ def _label(key: Key, a: _Called | None, b: _Called | None) -> str:
 _ANSWERED = ("result", "error")
 
 
+# How diff says an outcome (a tool's error is a result to compare, not an outcome of its own)
+_WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "result", Outcome.ERROR: "error",
+          Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "unanswered"}
+
+
 def _outcome(call: Call) -> str:
-    if call.answered:
-        return "error" if "error" in call.response else "result"
-    if call.rejected_status is not None:
+    if call.outcome is Outcome.REJECTED:
         return f"http {call.rejected_status}"
-    return "cancelled" if call.cancel else "unanswered"
+    return _WORDS[call.outcome]
 
 
 def _drop_noise(value: Any) -> Any:
@@ -143,6 +157,8 @@ def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
     out: list[Difference] = []
     for key in sorted(calls_a.keys() | calls_b.keys()):
         a, b = calls_a.get(key), calls_b.get(key)
+        if a is not None and b is not None and a.outcome == b.outcome and a.packed == b.packed and not pointers:
+            continue  # the common case, and the cheap one: nothing to strip, nothing to explain
         label = _label(key, a, b)
         if a is None or b is None:
             out.append(Difference("only-in-b" if a is None else "only-in-a", label, None,
@@ -154,8 +170,6 @@ def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
                     "answered-in-b-only" if answered_b and not answered_a else "outcome-changed")
             out.append(Difference(kind, label, None, a.outcome, b.outcome))
             continue
-        if a.packed == b.packed and not pointers:
-            continue  # the common case, and the cheap one: nothing to strip, nothing to explain
         (params_a, answer_a), (params_b, answer_b) = a.unpacked(), b.unpacked()
         out += _compare("request-changed", label, params_a, params_b, "params", pointers)
         if a.outcome in _ANSWERED:

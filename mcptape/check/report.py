@@ -1,11 +1,15 @@
-"""How findings are shown: text for people, JSON for programs, SARIF for code-scanning tools."""
+"""How findings are shown: text for people, JSON for programs, SARIF for code-scanning tools, JUnit for CI."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
 
+from xml.etree import ElementTree
+
 from .. import __version__
+from ..terminal import safe
+from .requirements import DOCS, REGISTRY
 from .rules import SEVERITIES, Finding
 
 
@@ -42,7 +46,7 @@ def sarif(findings: list[Finding], tapes: list[str]) -> dict:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "mcptape", "version": __version__,
-                                "rules": [{"id": r, "shortDescription": {"text": r.replace("-", " ")}} for r in rules]}},
+                                "rules": [_sarif_rule(r) for r in rules]}},
             "artifacts": [{"location": {"uri": t}} for t in tapes],
             "results": [{
                 "ruleId": f.rule, "level": level[f.severity],
@@ -53,3 +57,65 @@ def sarif(findings: list[Finding], tapes: list[str]) -> dict:
             } for f in findings],
         }],
     }
+
+
+def _sarif_rule(rule: str) -> dict:
+    requirement = REGISTRY.get(rule)
+    entry: dict = {"id": rule, "shortDescription": {"text": rule.replace("-", " ")}}
+    if requirement is not None:
+        entry["fullDescription"] = {"text": requirement.clause}
+        entry["helpUri"] = help_uri(rule)
+        entry["properties"] = {"area": requirement.area, "binds": requirement.binds,
+                               "levels": {r: level.value for r, level in requirement.levels.items()}}
+    return entry
+
+
+def help_uri(rule: str) -> str:
+    """Where a rule is explained: its section of docs/rules.md (relative to the project's root)."""
+    return f"{DOCS}#{rule}"
+
+
+def _xml_safe(text: str) -> str:
+    """Text from a tape as XML holds it and a terminal shows it: line by line through the one escaper (every
+    control and reordering character as an escape; XML 1.0 cannot hold most C0 controls at all)."""
+    return "\n".join(safe(line) for line in text.split("\n"))
+
+
+def junit(rows: list, findings: list[Finding], failing: tuple[str, ...]) -> str:
+    """One test case per requirement per tape (verdicts.judge's rows): a failure carries the `findings` that broke
+    it (those not in a baseline) when its verdict is in `failing` (fail, and warn when warnings fail the run); a
+    warning that does not fail the run, or findings all in the baseline, are said in the case's output;
+    not-observed and not-applicable are skipped."""
+    by_key: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        by_key.setdefault((f.tape, f.rule), []).append(f)
+    suites = ElementTree.Element("testsuites", name="mcptape check")
+    suite = None
+    for row in rows:
+        if suite is None or suite.get("name") != _xml_safe(row.tape):
+            suite = ElementTree.SubElement(suites, "testsuite", name=_xml_safe(row.tape))
+        rule = row.requirement.id
+        case = ElementTree.SubElement(suite, "testcase", name=rule, classname=row.requirement.area)
+        props = ElementTree.SubElement(case, "properties")
+        ElementTree.SubElement(props, "property", name="docs", value=help_uri(rule))
+        ElementTree.SubElement(props, "property", name="verdict", value=row.verdict.value)
+        found = by_key.get((row.tape, rule), [])
+        detail = "\n".join(line for f in found for line in (
+            f"{f.severity} {f.tape}#{f.record}: {f.message}" if f.record is not None else f"{f.severity} {f.message}",
+            f"  spec: {f.spec}")) + f"\ndocs: {help_uri(rule)}"
+        if row.verdict.value in failing and found:
+            failure = ElementTree.SubElement(case, "failure", type=row.verdict.value, message=_xml_safe(
+                f"{len(found)} finding(s): {found[0].message}" if found else row.verdict.value))
+            failure.text = _xml_safe(detail)
+        elif row.verdict.value in ("not-observed", "not-applicable"):
+            ElementTree.SubElement(case, "skipped", message=row.verdict.value)
+        elif found or row.verdict.value in ("fail", "warn"):  # a warning that does not fail, or in the baseline
+            said = detail if found else f"{row.verdict.value}: every finding is in the baseline"
+            ElementTree.SubElement(case, "system-out").text = _xml_safe(said)
+    for suite in suites:
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    ElementTree.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode") + "\n"

@@ -9,30 +9,21 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..facts import (DuplicateRequest, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
+                     ResponseOnGetStream)
 from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session,
                      Transition, refusal_text)
 from ..tape import records
 from ..wire import jsonrpc
 from . import spec
+from .requirements import REGISTRY
 
 SEVERITIES = ("error", "warning", "info")
 
 # Whom each rule blames (docs/rules.md): a side, nobody, or the sender or receiver of what the finding is about (its
-# `dir`: the request's direction for a finding about a call, the record's for one about a message).
+# `dir`: the request's direction for a finding about a call, the record's for one about a message). The registry says.
 CLIENT, SERVER, NONE, SENDER, RECEIVER = "client", "server", "none", "sender", "receiver"
-BLAMES = {
-    "unanswered-request": RECEIVER, "no-resume-after-close": SENDER, "capture-incomplete": NONE,
-    "cancelled-without-response": NONE,
-    "dangling-stream": RECEIVER, "response-after-cancel": NONE, "request-after-close": NONE,
-    "dead-session-reuse": CLIENT, "no-reinitialize": CLIENT, "wrong-status-for-dead-session": SERVER,
-    "dead-id-reuse": NONE,  # the spec promises nothing of a tool's own ids: it is said, not blamed
-    "orphan-response": SENDER, "duplicate-response": RECEIVER, "duplicate-request-id": SENDER,
-    "request-before-initialize": CLIENT, "missing-session-id": CLIENT, "protocol-version-mismatch": CLIENT,
-    "malformed-message": SENDER, "progress-not-increasing": RECEIVER, "progress-after-response": RECEIVER,
-    "auth-rejected": NONE, "status-202-for-request": SERVER, "response-on-get-stream": SERVER,
-    "header-mismatch": CLIENT, "header-encoding": CLIENT,
-    "no-fallback": CLIENT, "fallback-on-modern-error": CLIENT, "discover-refused": SERVER,
-}
+BLAMES = {requirement.id: requirement.binds for requirement in REGISTRY.values()}
 _SIDE = {records.C2S: (CLIENT, SERVER), records.S2C: (SERVER, CLIENT)}  # dir -> (sender, receiver)
 
 
@@ -92,6 +83,28 @@ def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str
                    transition=transition.to_json() if transition is not None else None)
 
 
+def broke(rule: str, seen: Seen, message: str, revision: str | None = None, method: Any = None,
+          request_id: Any = None, direction: str | None = None) -> list[Finding]:
+    """A finding that `seen` breaks a requirement of the registry, at the severity its level has in `revision` (the
+    session's unless given); none where the requirement does not hold (another revision or transport)."""
+    requirement = REGISTRY[rule]
+    session = seen.session
+    revision = revision or (session.version if session is not None else None)
+    if not requirement.holds(revision, session.transport if session is not None else None):
+        return []
+    return [about_record(rule, requirement.severity(revision), seen, message, requirement.clause, method,
+                         request_id, direction)]
+
+
+def broke_call(rule: str, call: Call, message: str) -> list[Finding]:
+    """A finding that a settled call breaks a requirement, as `broke` does for a record."""
+    requirement = REGISTRY[rule]
+    revision = call.session.version
+    if not requirement.holds(revision, call.session.transport):
+        return []
+    return [about_call(rule, requirement.severity(revision), call, message, requirement.clause)]
+
+
 class Calls(Observer):
     """What became of each request: answered, cancelled, left hanging, or cut off by the end of the recording."""
 
@@ -103,14 +116,14 @@ class Calls(Observer):
     def _call(self, call: Call) -> Iterator[Finding]:
         sender, receiver = _SIDE[call.dir]
         ex = call.exchange
-        if call.answered:
+        if call.outcome.answered:
             if call.cancel is not None and call.cancel[0] < (call.response_seq or 0):
                 yield about_call("response-after-cancel", "info", call,
                                  f"the {receiver} answered after the {sender} cancelled it; the {sender} should ignore "
                                  f"that answer", spec.CANCELLATION)
             yield from self._progress(call)
             return
-        if call.rejected_status is not None:
+        if call.outcome is Outcome.REJECTED:
             return  # refused at the HTTP level; the session rules speak about statuses
         closed_stream = call.session.transport == STATELESS and ex is not None and ex.end == records.CLIENT_DISCONNECTED
         if call.cancel is not None or closed_stream:
@@ -190,46 +203,47 @@ class Messages(Observer):
         return list(self._noted(seen))
 
     def _noted(self, seen: Seen) -> Iterator[Finding]:
-        r = seen.record
-        for note, subject in seen.notes:
-            if note == "orphan-response":
-                yield about_record("orphan-response", "warning", seen,
-                                   f"an answer with id {subject.get('id')!r} that matches no request in flight",
-                                   spec.RESPONSE_ID, request_id=subject.get("id"))
-            elif note == "late-response":
-                yield about_call("duplicate-response", "warning", subject,
-                                 f"answered again (record {seen.seq}) after its final response", spec.RESPONSE_ID)
-            elif note == "duplicate-request":
-                yield about_call("duplicate-request-id", "error", subject,
-                                 f"the same id was sent again (record {seen.seq}) while this request was in flight",
-                                 spec.REQUEST_ID)
-            elif note == "progress-after-response":
-                yield about_call("progress-after-response", "warning", subject,
-                                 f"progress notification (record {seen.seq}) after the final response", spec.PROGRESS)
-            elif note == "response-on-get-stream":
-                yield about_record("response-on-get-stream", "warning", seen,
-                                   f"a response (id {subject.get('id')!r}) on the GET stream, which is not a resumed "
-                                   f"stream", spec.GET_STREAM, request_id=subject.get("id"))
-            elif note == "malformed" and subject and self._protocol_channel(seen):
-                kind = r["kind"]
-                clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
-                          spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
-                yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning", seen,
-                                   f"{kind}: {subject}", clause)
+        for fact in seen.notes:
+            match fact:
+                case OrphanResponse(msg):
+                    yield about_record("orphan-response", "warning", seen,
+                                       f"an answer with id {msg.get('id')!r} that matches no request in flight",
+                                       spec.RESPONSE_ID, request_id=msg.get("id"))
+                case LateResponse(call):
+                    yield about_call("duplicate-response", "warning", call,
+                                     f"answered again (record {seen.seq}) after its final response", spec.RESPONSE_ID)
+                case DuplicateRequest(earlier):
+                    yield about_call("duplicate-request-id", "error", earlier,
+                                     f"the same id was sent again (record {seen.seq}) while this request was in flight",
+                                     spec.REQUEST_ID)
+                case ProgressAfterResponse(call):
+                    yield about_call("progress-after-response", "warning", call,
+                                     f"progress notification (record {seen.seq}) after the final response",
+                                     spec.PROGRESS)
+                case ResponseOnGetStream(msg):
+                    yield about_record("response-on-get-stream", "warning", seen,
+                                       f"a response (id {msg.get('id')!r}) on the GET stream, which is not a resumed "
+                                       f"stream", spec.GET_STREAM, request_id=msg.get("id"))
+                case Malformed(problem) if problem and on_protocol_channel(seen):
+                    kind = seen.kind
+                    clause = (spec.MALFORMED_STDIO if kind == records.STDIO_LINE else
+                              spec.MALFORMED_HTTP if kind == records.HTTP_REQUEST else spec.MALFORMED_MESSAGE)
+                    yield about_record("malformed-message", "error" if kind == records.STDIO_LINE else "warning",
+                                       seen, f"{kind}: {problem}", clause)
 
-    @staticmethod
-    def _protocol_channel(seen: Seen) -> bool:
-        """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
-        event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
-        kind = seen.record["kind"]
-        if kind == records.STDIO_LINE:
-            return True
-        ex = seen.exchange
-        if ex is None or not ex.mcp:
-            return False
-        if kind == records.HTTP_RESPONSE:
-            return ex.status is not None and 200 <= ex.status < 300 and ex.status != 202
-        return kind in (records.HTTP_REQUEST, records.SSE_EVENT)
+
+def on_protocol_channel(seen: Seen) -> bool:
+    """Records that must carry JSON-RPC: a stdio line, a request to the MCP endpoint (session or not yet), an
+    event or a 2xx answer on it; not stderr, not an HTTP error page, not the legacy 202 'Accepted'."""
+    kind = seen.kind
+    if kind == records.STDIO_LINE:
+        return True
+    ex = seen.exchange
+    if ex is None or not ex.mcp:
+        return False
+    if kind == records.HTTP_RESPONSE:
+        return ex.status is not None and 200 <= ex.status < 300 and ex.status != 202
+    return kind in (records.HTTP_REQUEST, records.SSE_EVENT)
 
 
 class Sessions(Observer):
@@ -242,7 +256,7 @@ class Sessions(Observer):
         self.reported: set[tuple[str, int]] = set()  # (rule, id(session)): said once per session
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        kind = seen.record["kind"]
+        kind = seen.kind
         ex = seen.exchange
         if ex is None:
             if kind == records.STDIO_LINE and seen.session is not None and not seen.session.initialized:
@@ -370,8 +384,14 @@ def _what_died(session: Session, dead: Transition, seq: int) -> str:
 
 
 def all_rules() -> list[Observer]:
-    from .dead_ids import DeadIds  # here, not at the top: these build their findings with this module
+    # here, not at the top: these build their findings with this module
+    from .dead_ids import DeadIds
+    from .envelope import Envelope
+    from .features import Features
     from .headers import StandardHeaders
+    from .lifecycle import Lifecycle
     from .negotiation import Negotiation
+    from .streamable import StreamableHttp
 
-    return [Calls(), Messages(), Sessions(), DeadIds(), StandardHeaders(), Negotiation()]
+    return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features(),
+            StandardHeaders(), Negotiation()]

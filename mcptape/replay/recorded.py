@@ -204,8 +204,7 @@ class _Collect(Observer):
         return found
 
     def record(self, seen: Seen, model: Model) -> None:
-        r = seen.record
-        kind = r["kind"]
+        r, kind = seen.record, seen.kind
         if kind == records.HTTP_REQUEST and r.get("mcp"):
             answer = _Draft(seq=seen.seq, session=None, http_method=r.get("method", ""), request=r.get("msg"),
                             t=seen.t, last_event_id=http.get(r.get("headers") or [], http.LAST_EVENT_ID),

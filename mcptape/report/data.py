@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..check import check
+from ..facts import Outcome
 from ..model import Call, Model, Observer, Seen, Session
 from ..show import describe
 from ..tape import json_form, records
@@ -49,7 +50,7 @@ class _Watch(Observer):
             self.tapes[seen.tape] = {"path": seen.tape, "records": 0, "start": t, "end": t}
         self.now = t
         self._seq = seen.seq
-        kind = seen.record.get("kind")
+        kind = seen.kind
         if kind not in _KEPT:
             return None
         record = seen.record
@@ -86,23 +87,12 @@ class _Watch(Observer):
 
     def call(self, call: Call, model: Model) -> None:
         response = call.response
-        outcome, error = "no answer", None
-        status = call.exchange.status if call.exchange is not None else None
-        if response is not None:
-            if "error" in response:
-                outcome = "error"
-                err = response.get("error")
-                error = {"code": err.get("code"), "message": str(err.get("message"))[:200]} \
-                    if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
-            else:
-                outcome = "result"
-                result = response.get("result")
-                if isinstance(result, dict) and result.get("isError") is True:
-                    outcome = "tool error"
-        elif call.rejected_status is not None:
-            outcome = f"HTTP {call.rejected_status}"
-        elif call.cancel is not None:
-            outcome = "cancelled"
+        outcome = f"HTTP {call.rejected_status}" if call.outcome is Outcome.REJECTED else _WORDS[call.outcome]
+        error, status = None, call.exchange.status if call.exchange is not None else None
+        if call.outcome is Outcome.ERROR:
+            err = response.get("error")
+            error = {"code": err.get("code"), "message": str(err.get("message"))[:200]} \
+                if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
         refused_at = self._refused_at.pop(call.exchange.number, None) if call.exchange is not None else None
         self._peers(call, response)
         t = _seconds(call.t, self.now)
@@ -110,7 +100,7 @@ class _Watch(Observer):
             "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
             "name": _name(call.request), "record": call.seq, "t": t,
             "response_record": call.response_seq if call.response_seq is not None else refused_at,
-            "duration_ms": round((self.now - t) * 1000, 3) if call.answered else None,
+            "duration_ms": round((self.now - t) * 1000, 3) if call.outcome.answered else None,
             "outcome": outcome, "error": error, "status": status, "progress": len(call.progress),
             "injected": call.injected or (call.exchange is not None and call.exchange.injected),
         })
@@ -130,6 +120,11 @@ class _Watch(Observer):
             info = info.get(f"{side}Info") if isinstance(info, dict) else None
             if isinstance(info, dict) and side not in self.peers and isinstance(info.get("name"), str):
                 self.peers[side] = " ".join(str(x) for x in (info.get("name"), info.get("version")) if x)
+
+
+# How the report says an outcome (its JSON's words; a refusal says "HTTP <status>")
+_WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "tool error", Outcome.ERROR: "error",
+          Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "no answer"}
 
 
 def _seconds(t: Any, otherwise: float) -> float:

@@ -380,6 +380,13 @@ class Writer:
         if written != len(frame):
             self._short(frame, written or 0)
 
+    def write_many(self, records: list[Record]) -> None:
+        """Records in one write (one system call, not many), all of them or none, as `write`."""
+        frames = b"".join(map(encode, records))
+        written = self._file.write(frames)
+        if written != len(frames):
+            self._short(frames, written or 0)
+
     def _short(self, frame: bytes, written: int) -> None:
         try:
             while written < len(frame):

@@ -34,6 +34,11 @@ TRANSPORTS = (STREAMABLE, LEGACY_SSE, STATELESS, STDIO)
 _DEFAULT_REVISION = {STREAMABLE: "2025-11-25", LEGACY_SSE: "2024-11-05", STATELESS: "2026-07-28",
                      STDIO: "2025-11-25"}
 _MISSING: Any = object()  # `result=` not given: the builder answers with an empty result
+# What the builder's peers declare unless told otherwise: every feature, so a conversation is correct until a test
+# declares less (`initialize(capabilities={})`).
+SERVER_CAPABILITIES = {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+                       "prompts": {"listChanged": True}, "logging": {}, "completions": {}}
+CLIENT_CAPABILITIES = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 JSON_TYPE = [("content-type", "application/json")]
 SSE_TYPE = [("content-type", "text/event-stream")]
 
@@ -95,7 +100,8 @@ class Conversation:
     step: float = 1.0
     records: list[dict] = field(default_factory=list)
     session: str | None = None  # the session id in use (Streamable HTTP) or the legacy channel's
-    capabilities: dict = field(default_factory=dict)  # the server's, as the builder's initialize answers them
+    capabilities: dict = field(default_factory=lambda: dict(SERVER_CAPABILITIES))  # the server's, as initialize
+    # answers them
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -135,17 +141,22 @@ class Conversation:
         """One HTTP exchange: the request (a JSON body `msg`, or none), then the answer: `status` with a JSON
         `reply`, or an SSE stream of `events` (messages or Event), or no answer at all (`status=None`), then how
         it ended (`end=None`: still open when the tape stops). `session` defaults to the conversation's session;
-        `injected` marks the answer as an edit's. Returns the exchange number."""
+        `headers` are sent as given, in place of the builder's own of the same name (a client that sends a wrong
+        Mcp-Method); `injected` marks the answer as an edit's. Returns the exchange number."""
         number = next(self._exchanges)
         sent = self.session if session is _MISSING else session
         version = self._version_header(msg) if version_header is _MISSING else version_header
-        request_headers = list(headers)
+        own = []
+        if method == "POST" and self.transport != LEGACY_SSE:
+            own.append(("accept", "application/json, text/event-stream"))  # what a client must send
         if sent is not None and self.transport == STREAMABLE:
-            request_headers.append(("mcp-session-id", sent))
+            own.append(("mcp-session-id", sent))
         if version is not None:
-            request_headers.append(("mcp-protocol-version", version))
+            own.append(("mcp-protocol-version", version))
         if self.transport == STATELESS and isinstance(msg, dict) and "method" in msg:
-            request_headers += _standard_headers(msg)
+            own += _standard_headers(msg)
+        given = {name.lower() for name, _ in headers}  # a header given replaces the builder's own
+        request_headers = [*headers, *(h for h in own if h[0] not in given)]
         body = rec.body(json.dumps(msg).encode()) if msg is not None else {}
         self.raw(rec.http_request(self.tick(), number, conn, method, path, list(query), request_headers, sent,
                                       version, True, body))
@@ -312,7 +323,8 @@ class Conversation:
         if self.transport == LEGACY_SSE:
             self.open_legacy_channel(session)
         id_ = self.next_id()
-        msg = request(id_, "initialize", {"protocolVersion": revision, "capabilities": client_capabilities or {},
+        msg = request(id_, "initialize", {"protocolVersion": revision, "capabilities": CLIENT_CAPABILITIES if client_capabilities is None
+                                          else client_capabilities,
                                           "clientInfo": {"name": "builder", "version": "1"}})
         answer = result(id_, {"protocolVersion": revision, "capabilities": self.capabilities,
                               "serverInfo": {"name": "builder", "version": "1"}})

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..facts import Outcome
 from ..model import STDIO, Call, Model, Observer, Session
 from ..replay.serve import MISS_CODE
 from ..tape.file import Reader
@@ -27,14 +28,15 @@ class LoggedCall:
     status: int | None  # the HTTP status that refused the request outright (404 for a dead session), if any
     session: str | None  # the session id it carried, as the log has it
     injected: bool  # an edit changed what the client got
-    cancelled: bool
+    cancelled: bool  # the client sent notifications/cancelled for it (answered or not)
+    outcome: Outcome  # how it ended
     tape: str
     seq: int
     _session: Session = field(repr=False, compare=False)
 
     @property
     def answered(self) -> bool:
-        return self.response is not None
+        return self.outcome.answered
 
     @property
     def result(self) -> Any:
@@ -64,8 +66,8 @@ class _Calls(Observer):
         if call.dir == C2S and isinstance(call.request, dict):
             label = None if call.session.transport == STDIO else call.session.label
             self.calls.append(LoggedCall(call.method, call.id, call.request, call.response, call.rejected_status,
-                                         label, call.injected, call.cancel is not None, call.tape, call.seq,
-                                         call.session))
+                                         label, call.injected, call.cancel is not None, call.outcome, call.tape,
+                                         call.seq, call.session))
 
 
 class ClientLog:
@@ -111,7 +113,7 @@ class ClientLog:
     @property
     def unanswered(self) -> list[LoggedCall]:
         """Requests that got neither an answer nor a refusal, and were not cancelled."""
-        return [c for c in self.calls if not c.answered and c.status is None and not c.cancelled]
+        return [c for c in self.calls if c.outcome is Outcome.UNANSWERED]
 
     @property
     def misses(self) -> list[str]:

@@ -1,0 +1,265 @@
+"""Judges the features (requirements/features.py) on settled calls: the tools a server lists (names, schemas), what
+a tool call returns against the tool's outputSchema (validated with the `jsonschema` library, in the dialect the
+schema declares: a real validator, not a second one written here), content items, resource blobs, pagination
+cursors, elicitation modes.
+
+Per session it keeps the tools' output schemas, the cursors the server issued and the client's elicitation
+capability: bounded by what the server lists, not by the tape's length.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..model import Call, Model, Observer
+from .rules import Finding, broke_call
+
+LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_MIME = re.compile(r"[\w.+-]+/[\w.+-]+(\s*;.*)?")
+_MAX_CURSORS = 10_000  # cursors remembered per session: a listing of a few pages at a time
+
+
+@dataclass(slots=True)
+class _Server:
+    outputs: dict[str, Any] = field(default_factory=dict)  # tool name -> its outputSchema
+    validators: dict[str, Any] = field(default_factory=dict)  # tool name -> compiled validator (on first use)
+    listing: set[str] = field(default_factory=set)  # tool names of the listing in progress (pages)
+    cursors: set[str] = field(default_factory=set)
+    elicitation: Any = None  # the client's elicitation capability (None: not declared or not seen)
+
+
+def content_items(method: str, response: dict | None) -> Iterator[dict]:
+    """The content items a call's answer carried: a tool's result, a prompt's messages, sampling's answer (whoever
+    answered sent them)."""
+    result = response.get("result") if isinstance(response, dict) else None
+    if not isinstance(result, dict):
+        result = {}
+    if method == "tools/call":
+        yield from _items(result.get("content"))
+    elif method == "prompts/get":
+        for message in list_of(result.get("messages")):
+            yield from _items(message.get("content") if isinstance(message, dict) else None)
+    elif method == "sampling/createMessage":
+        yield from _items(result.get("content"))
+
+
+def list_of(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _items(content: Any) -> Iterator[dict]:
+    for item in content if isinstance(content, list) else [content]:
+        if isinstance(item, dict):
+            yield item
+
+
+def is_base64(data: Any) -> bool:
+    if not isinstance(data, str):
+        return False
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+class Features(Observer):
+    def __init__(self) -> None:
+        self.sessions: dict[int, _Server] = {}
+
+    def call(self, call: Call, model: Model) -> list[Finding] | None:
+        method = call.method
+        if method not in _JUDGED:
+            return None
+        state = self.sessions.get(id(call.session))
+        if state is None:
+            state = self.sessions[id(call.session)] = _Server()
+        response = call.response if isinstance(call.response, dict) else {}
+        found: list[Finding] = []
+        if method == "initialize":
+            params = (call.request or {}).get("params")
+            caps = params.get("capabilities") if isinstance(params, dict) else None
+            state.elicitation = caps.get("elicitation") if isinstance(caps, dict) else None
+            return None
+        if method == "elicitation/create":
+            return self._elicitation(call, state) or None
+        if method in LISTS:
+            found += self._cursor(call, state, method, response)
+        result = response.get("result")
+        if not isinstance(result, dict):
+            return found or None
+        if method == "tools/list":
+            found += self._tools(call, state, result)
+        elif method == "tools/call":
+            return self._tool_result(call, state, result) or None
+        elif method == "resources/read":
+            for content in list_of(result.get("contents")):
+                if isinstance(content, dict) and "blob" in content and not is_base64(content["blob"]):
+                    found += broke_call("resource-blob-base64", call, f"the blob of {content.get('uri')!r:.80} is "
+                                        f"not base64")
+                    break
+        for item in content_items(method, response):
+            if item.get("type") in _ITEMS:
+                found += self._item(call, item)
+        return found or None
+
+    def _tools(self, call: Call, state: _Server, result: dict) -> list[Finding]:
+        found: list[Finding] = []
+        params = (call.request or {}).get("params")
+        if not (isinstance(params, dict) and params.get("cursor")):
+            state.listing = set()  # a listing starts anew
+            state.outputs, state.validators = {}, {}
+        for tool in list_of(result.get("tools")):
+            if not isinstance(tool, dict):
+                continue
+            name = tool.get("name")
+            if isinstance(name, str):
+                if not 1 <= len(name) <= 128:
+                    found += broke_call("tool-name-length", call, f"the tool name {name[:40]!r} has {len(name)} "
+                                        f"characters")
+                if name and not _NAME.fullmatch(name):
+                    found += broke_call("tool-name-characters", call, f"the tool name {name[:80]!r} has characters "
+                                        f"other than A-Z a-z 0-9 _ - .")
+                if name in state.listing:
+                    found += broke_call("tool-name-unique", call, f"two tools are named {name[:80]!r}")
+                state.listing.add(name)
+                if isinstance(tool.get("outputSchema"), dict):
+                    state.outputs[name] = tool["outputSchema"]
+            problem = _schema_problem(tool.get("inputSchema"))
+            if problem:
+                found += broke_call("tool-input-schema", call, f"the inputSchema of {name!r:.80} {problem}")
+        return found
+
+    def _tool_result(self, call: Call, state: _Server, result: dict) -> list[Finding]:
+        found: list[Finding] = []
+        content = result.get("content")
+        text = False
+        for item in content if type(content) is list else ():
+            if type(item) is dict:
+                kind = item.get("type")
+                if kind == "text":
+                    text = True
+                elif kind in _ITEMS:
+                    found += self._item(call, item)
+        structured = result.get("structuredContent")
+        if structured is not None and not text:
+            found += broke_call("structured-content-text", call, "structuredContent without a text content item "
+                                "holding it serialized")
+        if not state.outputs:
+            return found
+        params = (call.request or {}).get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        schema = state.outputs.get(name) if isinstance(name, str) else None
+        if schema is None or result.get("isError") is True:
+            return found
+        if structured is None:
+            return found + broke_call("tool-output-conforms", call, f"the tool {name!r:.80} has an outputSchema but "
+                                      f"its result has no structuredContent")
+        validator = state.validators.get(name)
+        if validator is None:
+            validator = state.validators[name] = _validator(schema)
+        if validator is not None:
+            try:
+                error = next(iter(validator.iter_errors(structured)), None)
+            except Exception:  # noqa: BLE001 - a $ref that cannot be resolved offline, a schema too deep: not judged
+                error = None
+            if error is not None:
+                where = "/".join(str(p) for p in error.absolute_path) or "(the top)"
+                found += broke_call("tool-output-conforms", call, f"structuredContent of {name!r:.80} does not "
+                                    f"conform to its outputSchema at {where}: {error.message[:120]}")
+        return found
+
+    @staticmethod
+    def _item(call: Call, item: dict) -> list[Finding]:
+        kind = item.get("type")
+        if kind in ("image", "audio"):
+            rule = f"{kind}-base64"
+            if not is_base64(item.get("data")):
+                return broke_call(rule, call, f"an {kind} content item whose data is not base64")
+            if not isinstance(item.get("mimeType"), str) or not _MIME.fullmatch(item["mimeType"]):
+                return broke_call(rule, call, f"an {kind} content item whose mimeType is {item.get('mimeType')!r:.60}")
+        elif kind == "resource":
+            resource = item.get("resource")
+            if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
+                return broke_call("embedded-resource-fields", call, "an embedded resource without a uri")
+            if not isinstance(resource.get("text"), str) and not is_base64(resource.get("blob")):
+                return broke_call("embedded-resource-fields", call, f"the embedded resource "
+                                  f"{resource['uri'][:80]!r} has neither text nor a base64 blob")
+        return []
+
+    @staticmethod
+    def _cursor(call: Call, state: _Server, method: str, response: dict) -> list[Finding]:
+        found: list[Finding] = []
+        params = (call.request or {}).get("params")
+        cursor = params.get("cursor") if isinstance(params, dict) else None
+        if cursor is not None and (not isinstance(cursor, str) or cursor not in state.cursors):
+            found += broke_call("cursor-opaque", call, f"{method} sent the cursor {cursor!r:.60}, which the server "
+                                f"never issued in this session")
+            error = response.get("error")
+            if "result" in response or (isinstance(error, dict) and error.get("code") != -32602):
+                said = "a result" if "result" in response else f"error {error.get('code')}"
+                found += broke_call("cursor-invalid-error", call, f"the server answered a cursor it never issued "
+                                    f"with {said}, not -32602")
+        result = response.get("result")
+        issued = result.get("nextCursor") if isinstance(result, dict) else None
+        if isinstance(issued, str):
+            if len(state.cursors) >= _MAX_CURSORS:
+                state.cursors.clear()
+            state.cursors.add(issued)
+        return found
+
+    @staticmethod
+    def _elicitation(call: Call, state: _Server) -> list[Finding]:
+        params = (call.request or {}).get("params")
+        if not isinstance(params, dict) or params.get("mode") != "url":
+            return []
+        found: list[Finding] = []
+        caps = state.elicitation
+        if isinstance(caps, dict) and not isinstance(caps.get("url"), dict):
+            found += broke_call("elicitation-mode-supported", call, "a url-mode elicitation to a client that declared "
+                                "only form mode")
+        url = params.get("url")
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or not parts.scheme or not parts.netloc:
+            found += broke_call("elicitation-url-valid", call, f"the elicitation url {url!r:.80} is not a URL")
+        return found
+
+
+_ITEMS = frozenset({"image", "audio", "resource"})
+_JUDGED = LISTS | {"initialize", "tools/call", "resources/read", "prompts/get", "sampling/createMessage",
+                   "elicitation/create"}
+
+
+def _schema_problem(schema: Any) -> str | None:
+    if not isinstance(schema, dict):
+        return f"is {type(schema).__name__ if schema is not None else 'null'}, not a JSON Schema object"
+    import jsonschema  # only when a tape lists tools
+
+    try:
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as e:
+        return f"is not a valid JSON Schema: {e.message[:120]}"
+    except Exception:  # noqa: BLE001 - a schema too deep to check: not judged
+        return None
+    return None
+
+
+def _validator(schema: dict) -> Any:
+    """A validator for the schema's own dialect (2020-12 when it names none); None when the schema is not valid (the
+    tool-input-schema kind of problem: nothing to validate against)."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except Exception:  # noqa: BLE001 - invalid, or too deep to check
+        return None
+    return cls(schema)
+

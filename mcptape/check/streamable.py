@@ -1,0 +1,128 @@
+"""Judges Streamable HTTP's messages and session ids (requirements/transports.py, sessions.py): Accept headers,
+202 for notifications, the GET stream's content type, batches after 2025-06-18, the session id's characters, and a
+server that takes a protocol version header that is no revision. The legacy HTTP+SSE channel is not judged here."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ..model import LEGACY_SSE, STREAMABLE, Model, Observer, Seen
+from ..tape import records
+from ..wire import http, jsonrpc
+from .rules import Finding, broke
+
+_REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@functools.lru_cache(maxsize=64)
+def is_revision(value: str) -> bool:
+    """A protocol version header that names a revision (a date); anything else is invalid in every revision."""
+    return _REVISION.fullmatch(value) is not None
+
+
+_VISIBLE = re.compile(r"[\x21-\x7e]+")
+
+
+_MISSING: dict[tuple, tuple[str, ...]] = {}  # (Accept, types) -> the types it lacks: a client repeats its header
+
+
+def _accepts(headers: list, *types: str) -> tuple[str, ...]:
+    """The media types of `types` an Accept header does not list."""
+    accept = None
+    for key, value in headers:  # http.get, without lower-casing every other header's name
+        if len(key) == 6 and key.lower() == "accept":
+            accept = value
+            break
+    key = (accept, types)
+    missing = _MISSING.get(key)
+    if missing is None:
+        listed = {http.media_type(part) for part in (accept or "").split(",")}
+        missing = tuple(t for t in types if t not in listed)
+        if len(_MISSING) < 256:
+            _MISSING[key] = missing
+    return missing
+
+
+class StreamableHttp(Observer):
+    kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE})
+
+    def __init__(self) -> None:
+        self.bad_version: set[int] = set()  # exchanges whose MCP-Protocol-Version is no revision
+
+    def record(self, seen: Seen, model: Model) -> list[Finding] | None:
+        ex = seen.exchange
+        if ex is None or not ex.mcp or (seen.session is not None and seen.session.transport == LEGACY_SSE):
+            return None
+        if seen.kind == records.HTTP_REQUEST:
+            return self._request(seen) or None
+        return self._response(seen) or None
+
+    def _request(self, seen: Seen) -> list[Finding]:
+        ex, session = seen.exchange, seen.session
+        msg = ex.msg
+        revision = None
+        if session is None:  # the handshake: the version it asks for
+            if ex.method != "POST" or msg is None:
+                return []  # (a GET without a session: a legacy channel opening, or a probe)
+            params = msg.get("params") if isinstance(msg, dict) and isinstance(msg.get("params"), dict) else {}
+            revision = params.get("protocolVersion") if isinstance(params.get("protocolVersion"), str) else None
+        found: list[Finding] = []
+        if ex.method == "POST" and msg is not None:
+            if missing := _accepts(ex.headers, http.JSON, http.SSE):
+                found += broke("post-accept-both", seen, f"the POST's Accept header does not list "
+                               f"{' or '.join(missing)}", revision, *_call(msg))
+            if type(msg) is list:
+                found += broke("post-single-message", seen, f"a POST whose body is a batch of {len(msg)} messages",
+                               revision)
+        elif ex.method == "GET" and session is not None and session.transport == STREAMABLE:
+            if _accepts(ex.headers, http.SSE):
+                found += broke("get-accept-sse", seen, "the GET's Accept header does not list text/event-stream")
+        if isinstance(ex.version_header, str) and not is_revision(ex.version_header):
+            self.bad_version.add(ex.number)
+        return found
+
+    def _response(self, seen: Seen) -> list[Finding]:
+        ex, r = seen.exchange, seen.record
+        status = r.get("status") or 0
+        found: list[Finding] = []
+        request = ex.msg
+        if self.bad_version and ex.number in self.bad_version:
+            self.bad_version.discard(ex.number)
+            if status < 400:
+                found += broke("version-header-invalid-400", seen, f"MCP-Protocol-Version {ex.version_header!r} is "
+                               f"no revision, yet the server answered {status}", None, *_call(request))
+        if (ex.method == "POST" and request is not None and 200 <= status < 300
+                and not (type(request) is dict and "id" in request and "method" in request)  # a request: answered
+                and _only_notifications(request)):
+            if status != 202 or "msg" in r or r.get("raw"):
+                said = f"{status}" + (" with a body" if status == 202 else "")
+                found += broke("notification-202", seen, f"a POST of notifications or responses only was answered "
+                               f"{said}, not 202 Accepted with no body", None, *_call(request))
+        if (ex.method == "GET" and ex.sent_session and 200 <= status < 300 and not ex.get_stream
+                and seen.session is not None and seen.session.transport == STREAMABLE):
+            found += broke("get-sse-or-405", seen, f"the GET was answered {status} with "
+                           f"{http.get(r.get('headers') or [], 'content-type') or 'no content type'}, not an event "
+                           f"stream (or 405)")
+        sent = r.get("session")
+        if sent and not ex.sent_session and isinstance(sent, str) and not _VISIBLE.fullmatch(sent):
+            found += broke("session-id-visible-ascii", seen, f"the server assigned the session id {sent!r}, which "
+                           f"holds characters outside 0x21-0x7E")
+        return found
+
+
+def _only_notifications(body: object) -> bool:
+    if type(body) is dict:
+        return jsonrpc.kind(body) in _ANSWERLESS
+    kinds = [jsonrpc.kind(m) for m in jsonrpc.messages(body)]
+    return bool(kinds) and "request" not in kinds and "invalid" not in kinds
+
+
+_ANSWERLESS = frozenset({"notification", "response", "error"})
+
+
+def _call(msg: object) -> tuple:
+    """The method and id a finding about an HTTP exchange names: its request's, when it carried one message."""
+    if isinstance(msg, dict):
+        return msg.get("method") if isinstance(msg.get("method"), str) else None, msg.get("id")
+    return None, None
