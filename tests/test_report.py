@@ -106,8 +106,11 @@ def _stdio_conversation(path, calls: int, failing: set[int] = frozenset(), name:
 
     items = [records.capture_start(0.0, "t", {"stdio": ["server"]}, {}),
              line(0.1, records.C2S, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                 "protocolVersion": "2025-11-25", "clientInfo": {"name": "c", "version": "1"}}}),
-             line(0.2, records.S2C, {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25"}})]
+                 "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}),
+             line(0.2, records.S2C, {"jsonrpc": "2.0", "id": 0, "result": {
+                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                 "serverInfo": {"name": "s", "version": "1"}}}),
+             line(0.3, records.C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"})]
     t = 1.0
     for i in range(1, calls + 1):
         t += 0.01

@@ -13,6 +13,7 @@ import logging
 import warnings
 
 import anyio
+import mcp.types as mcp_types
 from pydantic import BaseModel
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -26,6 +27,15 @@ warnings.filterwarnings("ignore", message="The logging capability is deprecated"
 server = MCPServer("mcptape-demo")
 # The SDK logs each session at INFO on this terminal; the demo's reader wants the conversation, not its plumbing.
 logging.getLogger("mcp").setLevel(logging.WARNING)
+
+
+async def _set_level(ctx, params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
+    return mcp_types.EmptyResult()
+
+
+# countdown sends log notifications, and "Servers that emit log message notifications MUST declare the logging
+# capability" (Utilities › Logging); the SDK declares it only for a server that handles logging/setLevel.
+server._lowlevel_server.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, _set_level)
 
 
 @server.tool()
