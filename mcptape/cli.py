@@ -910,13 +910,17 @@ def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, al
             writer = create_from_template(log, records.header(time.time(), TOOL), mode=log_mode) if log else None
         except TapeError as e:
             raise Failure(str(e)) from None
+        code = 0
         try:
-            stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace_function(pace))
+            code = stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace_function(pace))
         except KeyboardInterrupt:
             pass
         finally:
             if writer is not None:
                 writer.close()
+        if code:  # an edit made the server exit on a request (refuse-discover answer=exit)
+            _replay_summary(replayer, strict=False)
+            sys.exit(code)
     else:
         _replay_http(tape, listen, ignore, log, log_mode, pace, replayer,
                      {"allow_hosts": allow_hosts, "allow_origins": allow_origins})

@@ -62,6 +62,7 @@ class StdioRecorder:
         self._plans: dict = {}
         self._out_lock = threading.Lock()
         self._timers: list[threading.Timer] = []
+        self._proc: subprocess.Popen | None = None
         self.limit = body_limit()
         self._lines = {pipe: Bounded(self.limit) for pipe in (records.C2S, records.S2C, _STDERR)}
 
@@ -148,6 +149,7 @@ class StdioRecorder:
             self.record(lambda t: records.capture_stop(t, "server did not start"))
             raise StartError(message, code) from None
 
+        self._proc = proc  # a live edit may end it (refuse-discover answer=exit)
         previous = {sig: signal.signal(sig, lambda s, _f: _forward(proc, s)) for sig in FORWARDED}
         answers = self._pump if self.editor is None else self._pump_edited
         pumps = [
@@ -175,18 +177,31 @@ class StdioRecorder:
         recording."""
         planned = Bounded(self.limit) if self.editor is not None and direction == records.C2S else None
         dst_alive = True
+        # With live edits the client's lines go on whole, so one an edit answers in the server's place is kept back
+        # (refuse-discover); a line too long to hold whole is relayed as it comes, unedited.
+        passing = False
         while chunk := _read(src):
             self.queue(direction, chunk)
+            out = chunk
             if planned is not None:
+                out = b""
                 for part, ended in _lines(chunk):
+                    if passing or planned.size + len(part) > planned.limit:
+                        out += part if passing else planned.whole() + part
+                        passing = True
                     planned.add(part)
                     if ended:
-                        if not planned.cut:
-                            self._plan(planned.whole())
+                        if passing:
+                            out += b"\n"
+                        elif not self._answered_here(planned.whole()):
+                            out += planned.whole() + b"\n"
                         planned.clear()
-            if dst_alive:
-                dst_alive = _write_all(dst, chunk)
+                        passing = False
+            if dst_alive and out:
+                dst_alive = _write_all(dst, out)
             self.drain()
+        if planned is not None and planned.size and not passing and dst_alive:
+            _write_all(dst, planned.whole())  # the last bytes, with no newline after them
         self.queue(direction, b"")
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
         if at_eof is not None:
@@ -197,13 +212,27 @@ class StdioRecorder:
 
     # -- live edits ----------------------------------------------------------------------------------------------
 
-    def _plan(self, line: bytes) -> None:
+    def _answered_here(self, line: bytes) -> bool:
+        """Plan the edits for a client line; True when the server must not see it: refuse-discover plays an older
+        server, which never understood the probe (a 2026-aware server that saw it would stay in that era)."""
+        from .. import edits
+
         msg = jsonrpc.parse(line).msg
         if not isinstance(msg, dict):
-            return
+            return False
         plan = self.editor.plan(time.time(), msg)
+        if any(e.action == "refuse-discover" for e in plan.fired) and jsonrpc.kind(msg) == "request":
+            ours = edits.instead(plan)
+            detail = ours.detail if ours is not None else "withheld the answer to the probe"
+            self.record(lambda t: records.edit(t, plan.texts, detail, request_id=msg.get("id")))
+            if isinstance(ours, edits.Exit):  # as some servers do on the probe: the process is gone
+                _forward(self._proc, signal.SIGTERM)
+            elif ours is not None:
+                self._send(sys.stdout.buffer.fileno(), ours.body, _injected_line)
+            return True
         if plan and jsonrpc.kind(msg) == "request":
             self._plans[jsonrpc.id_key(msg.get("id"))] = plan
+        return False
 
     def _pump_edited(self, src: int, dst: int, direction: str, at_eof: None) -> None:
         """The server's stdout, line by line: a final response an edit selected goes out changed (or not at all,

@@ -14,7 +14,7 @@ from ..facts import (DuplicateRequest, LateResponse, Malformed, OrphanResponse, 
 from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session,
                      Transition, refusal_text)
 from ..tape import records
-from ..wire import http, jsonrpc
+from ..wire import jsonrpc
 from . import spec
 from .requirements import REGISTRY
 
@@ -291,26 +291,7 @@ class Sessions(Observer):
                 found.append(about_record("protocol-version-mismatch", "warning", seen,
                                           f"{said} the session negotiated {session.version}", spec.VERSION_HEADER,
                                           method, msg.get("id"), records.C2S))
-        if session is not None and session.transport == STATELESS and method:
-            found += self._headers_2026(seen, msg)
         return found
-
-    def _headers_2026(self, seen: Seen, msg: dict) -> list[Finding]:
-        headers = seen.exchange.headers
-        problems = []
-        if (sent := http.get(headers, "mcp-method")) != msg.get("method"):
-            problems.append(f"Mcp-Method {sent!r} but the body says {msg.get('method')!r}")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        if msg.get("method") in ("tools/call", "resources/read", "prompts/get"):
-            name = params.get("uri") if msg["method"] == "resources/read" else params.get("name")
-            if (sent := http.get(headers, "mcp-name")) != name:
-                problems.append(f"Mcp-Name {sent!r} but the body says {name!r}")
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        version = meta.get("io.modelcontextprotocol/protocolVersion")
-        if version is not None and version != seen.exchange.version_header:
-            problems.append(f"MCP-Protocol-Version {seen.exchange.version_header!r} but _meta says {version!r}")
-        return [about_record("header-mismatch", "error", seen, problem, spec.HEADERS_2026, msg.get("method"),
-                             msg.get("id"), records.C2S) for problem in problems]
 
     def _response(self, seen: Seen) -> list[Finding]:
         ex, r = seen.exchange, seen.record
@@ -407,7 +388,10 @@ def all_rules() -> list[Observer]:
     from .dead_ids import DeadIds
     from .envelope import Envelope
     from .features import Features
+    from .headers import StandardHeaders
     from .lifecycle import Lifecycle
+    from .negotiation import Negotiation
     from .streamable import StreamableHttp
 
-    return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features()]
+    return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features(),
+            StandardHeaders(), Negotiation()]

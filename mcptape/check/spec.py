@@ -52,7 +52,29 @@ RESUME = ('2025-11-25 Transports › Streamable HTTP › Sending Messages to the
           'with an id the server "MAY close the connection (without terminating the SSE stream)"; to resume, the client '
           '"SHOULD issue an HTTP GET to the MCP endpoint, and include the Last-Event-ID header"')
 HEADERS_2026 = ('2026-07-28 Transports › Streamable HTTP › Standard headers: servers MUST validate that Mcp-Method and '
-                'Mcp-Name match the body, and MCP-Protocol-Version MUST equal _meta["io.modelcontextprotocol/protocolVersion"]')
+                'Mcp-Name match the body ("servers MUST decode encoded values … before comparing them to the body '
+                'value"), and MCP-Protocol-Version MUST equal _meta["io.modelcontextprotocol/protocolVersion"]')
+PARAM_HEADERS_2026 = ('2026-07-28 Transports › Streamable HTTP › Server Behavior for Custom Headers: "Any server that '
+                      'processes the message body MUST validate that encoded header values, after decoding if '
+                      'Base64-encoded, match the corresponding values in the request body"; a client that omits the '
+                      'header while the value is in the body is "Non-conforming"')
+HEADER_ENCODING = ('2026-07-28 Transports › Streamable HTTP › Value Encoding: "When a value cannot be safely '
+                   'represented as a plain ASCII header value (e.g., it contains non-ASCII characters, control '
+                   'characters, or has leading/trailing whitespace), clients MUST use Base64 encoding of the UTF-8 '
+                   'representation with the following format: Mcp-Param-{Name}: =?base64?{Base64EncodedValue}?="; '
+                   '"The same encoding rule applies to the Mcp-Name header value"')
+FALLBACK_HTTP = ('2026-07-28 Transports › Streamable HTTP › Backward Compatibility: "If the body is empty or is not a '
+                 'recognized modern JSON-RPC error, fall back to initialize and continue with the legacy version for '
+                 'subsequent requests"')
+FALLBACK_STDIO = ('2026-07-28 Transports › stdio › Backward Compatibility: "The server returns any other error, or '
+                  'does not respond within a reasonable timeout: the server is legacy. Fall back to the initialize '
+                  'handshake"; "The fallback MUST NOT be keyed to one specific error code"')
+STAY_MODERN = ('2026-07-28 Transports › Streamable HTTP › Backward Compatibility: "If the body contains a recognized '
+               'modern JSON-RPC error, the server speaks a modern version of MCP — retry using the advertised '
+               'supported versions or correct the request, rather than falling back"; stdio: "Do not fall back to '
+               'initialize"')
+DISCOVER = ('2026-07-28 Server › Discovery: "server/discover lets a client query a server\'s supported protocol '
+            'versions, capabilities, and identity before sending any other requests. Servers MUST implement it"')
 AUTH = '2025-11-25 Basic › Authorization: a 401 or 403 means the request\'s credentials were refused'
 DEAD_ID = ('An identifier issued by a server lives as long as the server keeps it; reusing one that died with an '
            'earlier session or process gets "not found"')

@@ -33,6 +33,7 @@ class Plan:
     close_after: int | None = None
     duplicate: bool = False
     malformed: str | None = None
+    exit: bool = False  # stdio: the server exits instead of answering (refuse-discover answer=exit)
 
     def __bool__(self) -> bool:
         return bool(self.fired)
@@ -45,7 +46,7 @@ class Plan:
     @property
     def replaces_answer(self) -> bool:
         """The client gets an answer of ours, and the recorded (or real) answer stays unused."""
-        return self.status is not None or self.error is not None or self.reset
+        return self.status is not None or self.error is not None or self.reset or self.exit
 
     @property
     def changes_events(self) -> bool:
@@ -107,8 +108,9 @@ class Editor:
         for edit in self.edits:
             if edit.action == "expire-session" and session is None:
                 continue  # nothing to expire yet: it fires on the first selected request that carries a session
-            if (edit.times is None or self.applied(edit) < edit.times) and self._selects(edit.at, t, msg,
-                                                                                            http_method, session):
+            if (edit.times is None or self.applied(edit) < edit.times) and (
+                    self._selects(edit.at, t, msg, http_method, session)
+                    or (edit.action == "modern-only" and http_method in ("GET", "DELETE"))):
                 self._fired[edit] = self._fired.get(edit, 0) + 1
                 plan.fired.append(edit)
                 self._apply(edit, plan, msg, session)
@@ -166,6 +168,10 @@ class Editor:
             plan.duplicate = True
         elif edit.action == "malformed":
             plan.malformed = o.get("kind", "not-json")
+        elif edit.action == "refuse-discover":
+            _refuse_discover(o, plan, msg)
+        elif edit.action == "modern-only":
+            _modern_only(o, plan, msg)
 
     def applied(self, edit: Edit) -> int:
         """How many messages the edit was done on: it fired, and the answer could take it."""
@@ -183,6 +189,53 @@ class Editor:
         """Warnings for the edits that never fired, for the end of a run."""
         return [f"edit {e.text!r} never fired" + (f": {self.why_not[e.text]}" if e.text in self.why_not else "")
                 for e in self.edits if self.applied(e) == 0]
+
+
+# what servers say with each JSON-RPC code when a request of another era reaches them
+ERA_MESSAGES = {-32600: "Bad Request: Unsupported protocol version", -32601: "Method not found",
+                -32602: "Invalid params", -32001: "Session not found",
+                -32020: "Header mismatch: required header Mcp-Method is missing"}
+
+
+def _refuse_discover(o: dict, plan: Plan, msg: Any) -> None:
+    """An older server's answer to the probe: an HTTP status with no body, with a body as given, or with a JSON-RPC
+    error (`code`); a JSON-RPC error alone (over JSON, or a stdio line); no answer; or the server exits."""
+    if o.get("answer") == "none":
+        plan.drop = True
+    elif o.get("answer") == "exit":
+        plan.exit = True
+    else:  # a 405 from a legacy HTTP+SSE endpoint: GET opens its channel
+        _era_answer(o, plan, msg, o.get("code"), [("allow", "GET")] if o.get("status") == 405 else [])
+
+
+def _modern_only(o: dict, plan: Plan, msg: Any) -> None:
+    """A server of 2026-07-28 only, met by an older client. The spec's Backward Compatibility: "HTTP GET or DELETE
+    to the MCP endpoint: respond with 405 Method Not Allowed"; it mints no session. What it answers initialize is
+    not fixed (an unknown method without the era's headers and _meta), so the edit gives it: a status with a
+    JSON-RPC error (-32020 HeaderMismatch unless code= says, as for the missing Mcp-Method) or a body, or the
+    error alone (over JSON, or a stdio line)."""
+    if not isinstance(msg, dict):  # a GET or a DELETE
+        plan.status = 405, [("allow", "POST")], b""
+    else:
+        _era_answer(o, plan, msg, o.get("code", -32020), [])
+
+
+def _era_answer(o: dict, plan: Plan, msg: Any, code: int | None, headers: list) -> None:
+    """No status= given: the JSON-RPC error alone. Else that status with body= as given, or with the error as
+    JSON, or with no body."""
+    error = None
+    if code is not None:
+        message = o.get("message", ERA_MESSAGES.get(code, "Error"))
+        error = {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                 "error": {"code": code, "message": message}}
+    if "status" not in o:
+        plan.error = error
+    elif "body" in o:
+        plan.status = _answer(o["status"], o["body"], headers, {})
+    elif error is not None:
+        plan.status = o["status"], [*headers, ("content-type", "application/json")], _dumps(error)
+    else:
+        plan.status = o["status"], headers, b""
 
 
 def reach(edits: list[Edit], sent: Iterable[tuple[float, Any, str | None, str | None]]) -> list[str]:
@@ -266,6 +319,8 @@ def describe(plan: Plan) -> str:
     parts = []
     if plan.delay:
         parts.append(f"delay {plan.delay:g} s")
+    if plan.exit:
+        parts.append("exit the server")
     if plan.reset:
         parts.append("reset the connection")
     elif plan.status is not None:

@@ -65,6 +65,11 @@ class Withhold(Effect):
     """No response at all: the request stays open."""
 
 
+class Exit(Effect):
+    """The server exits instead of answering: on stdio its stdout closes; a replay over HTTP drops the
+    connection."""
+
+
 class Announce(Effect):
     """Nothing to do yet: the edits act on the real answer as it passes; the record says now what they will do."""
 
@@ -76,12 +81,14 @@ def hold(plan: Plan | None) -> Hold | None:
     return Hold(plan.delay, detail=f"delayed the response by {plan.delay:g} s")
 
 
-def instead(plan: Plan | None, channel: bool = False) -> Reset | Reply | None:
+def instead(plan: Plan | None, channel: bool = False) -> Exit | Reset | Reply | None:
     """An answer of ours in place of the recorded (or real) one, if the plan has one. `channel`: the answer comes
     back on a legacy session's SSE channel, where an error stands in for the call's final response alone
     (edit_events does it there)."""
     if not plan:
         return None
+    if plan.exit:
+        return Exit(detail="the server exited instead of answering")
     if plan.reset:
         return Reset(detail="reset the connection")
     if plan.status is not None:

@@ -25,8 +25,18 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "error": ("code", "message"),
     "malformed": ("kind",),
     "duplicate": (),
+    # an older server's answer to a 2026-07-28 client's probe (docs/negotiation.md: the variants met in the field)
+    "refuse-discover": ("status", "code", "message", "body", "answer"),
+    # the reverse: a server of 2026-07-28 only meeting an older client (its answer to initialize is given here)
+    "modern-only": ("status", "code", "message", "body"),
 }
 REQUIRED = {"status": ("code",), "drop-event": ("n",), "close-stream": ("after",), "delay": ("seconds",)}
+# Actions that play a server of another era: the request of the handshake they refuse (at= defaults to every one)
+# and the keys one of which gives their answer. Their code= is a JSON-RPC error code, as error's is.
+ERA_ACTIONS = {"refuse-discover": ("server/discover", ("status", "code", "answer")),
+               "modern-only": ("initialize", ("status", "code"))}
+_RPC_CODE = ("error", *ERA_ACTIONS)
+REFUSE_ANSWERS = ("none", "exit")  # refuse-discover answer=: no answer at all; (stdio) the server exits
 MALFORMED_KINDS = ("truncate", "not-json", "wrong-id")
 SELECTORS = "post:N, METHOD#N, id:X, after:DURATION, session:N"
 
@@ -47,7 +57,7 @@ MCP_METHODS = frozenset({
 # client probes with server/discover before it falls back. Never warned about.
 ALWAYS_SELECTABLE = ("initialize", "server/discover")
 
-STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate")
+STDIO_ACTIONS = ("drop", "delay", "error", "malformed", "duplicate", "refuse-discover", "modern-only")
 # Live traffic: what mitmproxy can do faithfully. A stream cut by the proxy would leave the real server's stream
 # running behind the cut, so a resume would meet a server that never lost the client: refused, not approximated.
 # Event-level edits work on live streams: the edited events are re-encoded as each one completes.
@@ -122,6 +132,13 @@ def parse(text: str) -> Edit:
             options.setdefault("headers", []).append(_header(text, value))
         else:
             options[key] = _value(text, action, key, value)
+    if action in ERA_ACTIONS:
+        method, needs = ERA_ACTIONS[action]
+        if not set(needs) & options.keys():
+            raise EditError(f"edit {text!r}: {action} needs {'= or '.join(needs)}= (its answer, e.g. "
+                            f"'{action} status=400')")
+        options.setdefault("at", Selector("method", (method, 1)))  # every such request, unless told
+        options.setdefault("times", None)  # a server of another era refuses each one
     if "at" not in options:
         raise EditError(f"edit {text!r}: at=SELECTOR is required ({SELECTORS})")
     for key in REQUIRED.get(action, ()):
@@ -160,7 +177,11 @@ def _value(text: str, action: str, key: str, value: str) -> Any:
         if value.isdigit() and int(value) > 0:
             return int(value)
         raise bad("a positive number or 'all'")
-    if key in ("status", "code") and action != "error":
+    if key == "answer":
+        if value in REFUSE_ANSWERS:
+            return value
+        raise bad(" or ".join(REFUSE_ANSWERS))
+    if key in ("status", "code") and not (key == "code" and action in _RPC_CODE):
         if value.isdigit() and 100 <= int(value) <= 599:
             return int(value)
         raise bad("an HTTP status from 100 to 599")
@@ -237,6 +258,13 @@ def check_transport(edits: list[Edit], stdio: bool = False, live: bool = False, 
         if legacy and edit.action in LEGACY_REFUSED_WHY:
             raise EditError(f"edit {edit.text!r}: {edit.action} cannot apply to this tape: "
                             f"{LEGACY_REFUSED_WHY[edit.action]}")
+        if edit.action in ERA_ACTIONS and stdio and {"status", "body"} & edit.options.keys():
+            more = ", answer=none or answer=exit" if edit.action == "refuse-discover" else ""
+            raise EditError(f"edit {edit.text!r}: status= and body= are HTTP-only; on stdio refuse with code= (an "
+                            f"error line){more}")
+        if edit.action == "refuse-discover" and live and not stdio and edit.options.get("answer") == "exit":
+            raise EditError(f"edit {edit.text!r}: answer=exit needs a server mcptape runs (stdio, or a replay); "
+                            "live over HTTP use answer=none (no answer) or status=")
         if stdio and edit.action not in STDIO_ACTIONS:
             raise EditError(f"edit {edit.text!r}: {edit.action} is HTTP-only; on stdio use {', '.join(STDIO_ACTIONS)}")
         if stdio and edit.at.kind in ("post", "session"):

@@ -39,6 +39,22 @@ Actions                                     what the client gets instead
                                            the final response cut in half, not JSON, or with
                                            another id
   duplicate                                the final response twice
+  refuse-discover status=S | code=C | answer=none|exit  [body=TEXT] [message=TEXT]
+                                           an older server's answer to a 2026-07-28 client's
+                                           server/discover probe (at= defaults to every probe,
+                                           times= to all): status=S alone has no body; with
+                                           body=TEXT that body; with code=C a JSON-RPC error in
+                                           it; code=C alone the error over JSON or a stdio line;
+                                           answer=none no answer; answer=exit the server exits
+                                           (stdio; an HTTP replay drops the connection; not live
+                                           over HTTP). A 2026-only tape then derives the handshake
+                                           the fallen-back client asks for (docs/negotiation.md)
+  modern-only status=S | code=C  [body=TEXT] [message=TEXT]
+                                           a server of 2026-07-28 only, met by an older client:
+                                           GET and DELETE get 405, no session is ever minted, and
+                                           initialize gets the answer given (status=S with a
+                                           JSON-RPC error, -32020 unless code=C, or body=TEXT;
+                                           code=C alone: the error over JSON or a stdio line)
 
 Where each action works
   stdio (replay and live): {", ".join(STDIO_ACTIONS)}.
@@ -50,6 +66,9 @@ Where each action works
 Examples
   mcptape replay run.mcptape --edit 'expire-session at=tools/call#2' --log client.mcptape
   mcptape replay run.mcptape --stdio --edit 'drop at=tools/call#1'
+  mcptape replay run.mcptape --edit 'refuse-discover status=404 body="Invalid session ID"'
+  mcptape replay run.mcptape --stdio --edit 'refuse-discover answer=exit'
+  mcptape record --upstream http://127.0.0.1:8000/mcp -o old.mcptape --edit 'modern-only status=400'
   mcptape record --upstream http://127.0.0.1:8000/mcp -o live.mcptape --edit 'delay seconds=2 at=post:2'
   mcptape edits run.mcptape --edits faults.txt       (dry run: where each would fire)
 """

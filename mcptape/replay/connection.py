@@ -183,6 +183,12 @@ class Exchange:
         if self.log is not None:
             self.log.edited(self.key, time.time(), plan.texts, effect.detail, effect.withheld or None)
 
+    def noted(self, what: str, detail: str) -> None:
+        """Something the replay made up on its own (no user edit): logged as an edit record naming `what`, so the
+        answer is known to be mcptape's."""
+        if self.log is not None:
+            self.log.edited(self.key, time.time(), [what], detail)
+
     def _stream_head(self, status: int, headers: list) -> SSEStream | None:
         if self.log is None:
             return None

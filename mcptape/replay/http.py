@@ -86,7 +86,7 @@ class HttpReplay:
             self.server.end_streams(killed)  # as a server ends the streams of a session it expired
         if ours := edits.instead(plan, channel=self.replayer.legacy):  # (a legacy error goes out on the channel)
             ex.edited(plan, ours)  # the recorded answer stays unused, for a retry
-            if isinstance(ours, edits.Reset):
+            if isinstance(ours, (edits.Reset, edits.Exit)):  # a server that dies drops its connections
                 return ex.abort(edits.RESET_ENDED)
             return ex.send(ours.status, ours.headers, ours.body)
         return self.server.handle(req, ex, plan)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..edits import Editor, check_transport, reach
-from ..model import LEGACY_SSE
+from ..model import HANDSHAKE_VERSIONS, LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
 from .recorded import Answer, RecordedSession, Recording
@@ -33,6 +33,7 @@ class LiveSession:
     # still goes out with the live request's id and progress token
     ids: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
+    derived: bool = False  # opened by a handshake the replay derived from a recorded server/discover
 
 
 @dataclass
@@ -73,13 +74,25 @@ class Replayer:
         # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
         self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)
         self.sessionless = LiveSession("", None)  # the id maps of stateless traffic
-        # (recorded session, method) -> the candidates, each with its shape (match.normalize, once per answer)
-        self._pools: dict[tuple[str | None, Any], list[tuple[Answer, Any]]] = {}
-        self._shapes: dict[Answer, Any] = {}
+        # A 2026-07-28 tape (the client probed, the server answered server/discover, no initialize): a client that
+        # falls back to initialize (an edit refused its probe) gets a handshake derived from the discover answer.
+        self.discover = None if self.session_era or self.legacy else _discovered(recording)
+        # a fallen-back client's requests lack the era's per-request _meta: its session matches without it
+        self.era_ignore = [*self.ignore, *(pointer.parse(p) for p in ERA_META)]
+        # (recorded session, method, derived) -> the candidates, each with its shape (match.normalize, once per
+        # answer and per way of matching)
+        self._pools: dict[tuple[str | None, Any, bool], list[tuple[Answer, Any]]] = {}
+        self._shapes: dict[tuple[Answer, bool], Any] = {}
         self._used: dict[Answer, int] = {}  # how often each answer went out as recorded
         self._asked: set[Answer] = set()  # the answers the client asked for, delivered or not
 
     # -- sessions --------------------------------------------------------------------------------------------------
+
+    def open_derived_session(self) -> LiveSession:
+        """A live initialize on a 2026-07-28 tape: a session as a session-era server mints one."""
+        live = LiveSession(uuid.uuid4().hex, None, derived=True)
+        self.sessions[live.id] = live
+        return live
 
     def open_session(self) -> LiveSession:
         """A live initialize without a session id (or a legacy GET): bind it to the next recorded session that
@@ -104,10 +117,15 @@ class Replayer:
         """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it. `consume`: it goes
         out as recorded, so it is used up; one an edit withholds or answers in place of (edits.delivers) is left
         for a retry."""
+        if session is not None and session.derived:
+            if live.get("method") in DERIVED:
+                return self._derived(live, session)
+            if live.get("params") is None and "method" in live:  # a 2026-07-28 request always has params (_meta)
+                live = {**live, "params": {}}
         if live.get("method") == "initialize" and session is not None and session.recorded is not None:
             recorded = session.recorded.initialize
         else:
-            recorded = match.find(live, self._pool(session, live.get("method")), self.ignore, self._used,
+            recorded = match.find(live, self._pool(session, live.get("method")), self._ignore(session), self._used,
                                   self.match_meta)
         if recorded is None and live.get("method") == "ping" and "id" in live and self._has_ping(session):
             pong = {"jsonrpc": "2.0", "id": live["id"], "result": {}}  # "MUST respond promptly with an empty response"
@@ -124,6 +142,25 @@ class Replayer:
         if token is not None:
             maps.tokens[jsonrpc.id_key(token)] = jsonrpc.progress_token(live)
         return self._outcome(recorded, maps, session, stdio)
+
+    def _derived(self, live: dict, session: LiveSession) -> Outcome:
+        """The handshake a session-era server built from the recorded discover answer would give: its
+        capabilities, server info and instructions, at the client's revision when the server era knows it (else
+        the newest it knows). notifications/initialized is accepted."""
+        if "id" not in live:
+            return Outcome(status=202, session=session)
+        found = self.discover
+        params = live.get("params") if isinstance(live.get("params"), dict) else {}
+        asked = params.get("protocolVersion")
+        meta = found.get("_meta") if isinstance(found.get("_meta"), dict) else {}
+        result = {"protocolVersion": asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
+                  "capabilities": found.get("capabilities") if isinstance(found.get("capabilities"), dict) else {},
+                  "serverInfo": found.get("serverInfo") or meta.get("io.modelcontextprotocol/serverInfo")
+                  or {"name": "mcptape-replay", "version": "0"}}
+        if isinstance(found.get("instructions"), str):
+            result["instructions"] = found["instructions"]
+        answer = {"jsonrpc": "2.0", "id": live["id"], "result": result}
+        return Outcome(body=answer, lines=[{"msg": answer}], session=session)
 
     def asked(self, recorded: Answer) -> bool:
         """Whether the client has asked for this recorded answer (a message the recorded server sent after it may
@@ -178,17 +215,23 @@ class Replayer:
         if type(method) is not str:
             return []  # not a request (jsonrpc.kind): nothing recorded answers it
         label = session.recorded.label if session is not None and session.recorded is not None else None
-        pool = self._pools.get((label, method))
+        derived = session is not None and session.derived
+        pool = self._pools.get((label, method, derived))
         if pool is None:
-            pool = self._pools[(label, method)] = [(a, self._shape(a)) for a in self._candidates(session)
-                                                   if a.method == method]
+            pool = self._pools[(label, method, derived)] = [(a, self._shape(a, derived))
+                                                            for a in self._candidates(session) if a.method == method]
         return pool
 
-    def _shape(self, recorded: Answer) -> Any:
-        """A recorded request as matching sees it: this replay's own, for it depends on its ignore pointers."""
-        shape = self._shapes.get(recorded)
+    def _ignore(self, session: LiveSession | None) -> list[list[str]]:
+        return self.era_ignore if session is not None and session.derived else self.ignore
+
+    def _shape(self, recorded: Answer, derived: bool = False) -> Any:
+        """A recorded request as matching sees it: this replay's own, for it depends on its ignore pointers (and,
+        for a session whose handshake the replay derived, without the era's _meta)."""
+        shape = self._shapes.get((recorded, derived))
         if shape is None:
-            shape = self._shapes[recorded] = match.normalize(recorded.request, self.ignore, self.match_meta)
+            ignore = self.era_ignore if derived else self.ignore
+            shape = self._shapes[(recorded, derived)] = match.normalize(recorded.request, ignore, self.match_meta)
         return shape
 
     def _candidates(self, session: LiveSession | None) -> tuple[Answer, ...]:
@@ -202,7 +245,7 @@ class Replayer:
         self.unmatched.append(jsonrpc.describe(live))
         if "id" not in live:
             return Outcome(status=202, session=session)  # a notification needs no answer
-        best, diff = match.closest(live, self._candidates(session), self.ignore, self.match_meta)
+        best, diff = match.closest(live, self._candidates(session), self._ignore(session), self.match_meta)
         where = f"closest: record {best.seq} {best.method}" if best else "the tape has no requests"
         if best is not None:
             differs = match.paths(diff)
@@ -243,6 +286,24 @@ class Replayer:
             return event
         msg = self._rewrite(event["msg"], maps)
         return None if msg is None else {**event, "msg": msg}
+
+
+DERIVED_HANDSHAKE = "derived-handshake"  # what the replay log's edit record names when it derived the handshake
+# What a derived session answers itself; the rest is served from the recorded 2026-07-28 answers.
+DERIVED = ("initialize", "notifications/initialized")
+# 2026-07-28 requests carry the era's per-request _meta (protocol version, client info and capabilities), which a
+# client fallen back to initialize does not send: in a session whose handshake was derived, _meta is not matched.
+ERA_META = ("/params/_meta",)
+
+
+def _discovered(recording: Recording) -> dict | None:
+    """The result of the recorded server/discover answer, if the tape has one."""
+    for answer in recording.answers:
+        if answer.method == "server/discover":
+            for message in answer.messages:
+                if isinstance(message["msg"].get("result"), dict):
+                    return message["msg"]["result"]
+    return None
 
 
 def _json_safe(diff: dict) -> Any:

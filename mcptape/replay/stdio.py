@@ -10,15 +10,20 @@ from .. import edits
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
-from .serve import Replayer
+from .serve import DERIVED_HANDSHAKE, Replayer
+
+
+EXIT_CODE = 1  # what the replay exits with when an edit makes the server exit (refuse-discover answer=exit)
 
 
 def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | None = None,
-          pace: Callable[[float], float] | None = None) -> None:
+          pace: Callable[[float], float] | None = None) -> int:
     """Answer each request line until stdin closes: the recorded notifications, then the answer, each message a
     line, whichever transport recorded them (an HTTP tape's SSE events, JSON bodies, legacy channel). Notifications
-    and responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded."""
-    session = replayer.open_session()
+    and responses from the client get nothing back, as on the wire. `pace` spaces the lines as recorded. Returns
+    the exit code: 0 when stdin closed, EXIT_CODE when an edit made the server exit."""
+    # a 2026-07-28 tape: a client that falls back to initialize gets a handshake derived from server/discover
+    session = replayer.open_derived_session() if replayer.discover is not None else replayer.open_session()
     editor = replayer.editor
 
     def note(direction: str, line: bytes, injected: bool = False) -> None:
@@ -52,10 +57,17 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
             if hold := edits.hold(plan):
                 _edited(log, plan, request_id, hold)
                 time.sleep(hold.seconds)
-            if ours := edits.instead(plan):  # on stdio, an error (check_transport refuses the rest)
+            if ours := edits.instead(plan):  # on stdio, an error or an exit (check_transport refuses the rest)
                 _edited(log, plan, request_id, ours)  # the recorded answer stays unused for a retry
+                if isinstance(ours, edits.Exit):  # as a server that dies on the probe: its stdout closes
+                    if log is not None:
+                        log.write(records.stdio_exit(time.time(), EXIT_CODE))
+                    return EXIT_CODE
                 write(ours.body, True)
                 continue
+            if session.derived and msg.get("method") == "initialize" and log is not None:
+                log.write(records.edit(time.time(), [DERIVED_HANDSHAKE], "answered initialize with a handshake "
+                                       "derived from the recorded server/discover answer", None, None, request_id))
             outcome = replayer.answer(msg, session, stdio=True, consume=edits.delivers(plan))
             lines = outcome.lines
             injected = bool(plan and plan.changes_events)
@@ -76,6 +88,7 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
     except EOFError:
         if log is not None:
             log.write(records.stdio_eof(time.time(), records.C2S))  # the client closed our stdin
+    return 0
 
 
 def _edited(log: Writer | None, plan: edits.Plan, request_id, effect: edits.Effect | edits.EditedEvents) -> None:

@@ -17,7 +17,7 @@ from .. import edits
 from ..tape import records
 from ..wire import http, jsonrpc
 from .connection import Exchange, Pace, Request, json_bytes, then
-from .serve import LiveSession, Outcome, Replayer
+from .serve import DERIVED_HANDSHAKE, LiveSession, Outcome, Replayer
 
 
 class Streamable:
@@ -53,7 +53,13 @@ class Streamable:
             if isinstance(msg, dict) and (waiter := self._waiting.pop(_waiter(session, msg.get("id")), None)):
                 waiter.set_result(msg)  # the client answered a server-initiated request: the stream goes on
             return ex.send(202, [], b"")  # a response to the server, a batch: accepted
-        if session is None and self.replayer.session_era and _initialize(msg):
+        if session is None and _initialize(msg) and self.replayer.discover is not None:
+            session = self.replayer.open_derived_session()
+            if self.editor is not None:
+                self.editor.opened(session.id)
+            ex.noted(DERIVED_HANDSHAKE, "answered initialize with a handshake derived from the recorded "
+                                        "server/discover answer (the tape has no initialize), and opened a session")
+        elif session is None and self.replayer.session_era and _initialize(msg):
             session = self.replayer.open_session()
             if self.editor is not None:
                 self.editor.opened(session.id)
@@ -77,9 +83,14 @@ class Streamable:
 
     def _session(self, req: Request) -> tuple[LiveSession | None, tuple | None]:
         """The live session a request carries, or the answer that refuses it."""
-        if not self.replayer.session_era:
-            return None, None
         sent = http.get(req.headers, http.SESSION_ID)
+        if not self.replayer.session_era:
+            # a 2026-07-28 tape ignores a session id, as a server of that era does, unless it is one the replay
+            # minted for a client that fell back to initialize (a derived handshake): that one lives and dies
+            live = self.replayer.sessions.get(sent) if sent is not None else None
+            if live is not None and live.ended:
+                return None, (404, [("content-type", http.JSON)], json_bytes(edits.SESSION_NOT_FOUND))
+            return live, None
         if sent is None:
             if _initialize(req.message):
                 return None, None

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE
 from ..tape import records as rec
-from ..wire import sse
+from ..wire import header_value, sse
 
 TRANSPORTS = (STREAMABLE, LEGACY_SSE, STATELESS, STDIO)
 _DEFAULT_REVISION = {STREAMABLE: "2025-11-25", LEGACY_SSE: "2024-11-05", STATELESS: "2026-07-28",
@@ -69,12 +69,13 @@ def error(id_: Any, code: int, message: str, data: Any = _MISSING) -> dict:
 
 
 def _standard_headers(msg: dict) -> list[tuple[str, str]]:
-    """The headers a 2026-07-28 client repeats from the body: Mcp-Method, and Mcp-Name for a call by name."""
+    """The headers a 2026-07-28 client repeats from the body: Mcp-Method, and Mcp-Name for a call by name (in the
+    =?base64?…?= form when it is not plain ASCII)."""
     headers = [("mcp-method", str(msg["method"]))]
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
     name = params.get("uri") if msg["method"] == "resources/read" else params.get("name")
     if msg["method"] in ("tools/call", "resources/read", "prompts/get") and isinstance(name, str):
-        headers.append(("mcp-name", name))
+        headers.append(("mcp-name", header_value.encode(name)))
     return headers
 
 

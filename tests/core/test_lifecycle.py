@@ -5,6 +5,7 @@ a body-less refusal, a capture that begins mid-session, and the order of the obs
 from __future__ import annotations
 
 import itertools
+import random
 import json
 from pathlib import Path
 
@@ -252,8 +253,12 @@ def test_the_findings_do_not_depend_on_the_order_of_the_rules(tmp_path):
         found = list(model.feed_tape(path, Reader(path))) + list(model.finish())
         return sorted(json.dumps(f.to_json(), sort_keys=True, default=str) for f in found)
 
+    # every permutation of ten rules is 3.6 million runs: the identity, its reverse and 200 shuffles instead
+    count = len(all_rules())
+    shuffles = random.Random(0)
     orders = []
-    for order in itertools.permutations(range(len(all_rules()))):
+    for order in [list(range(count)), list(reversed(range(count)))] + [shuffles.sample(range(count), count)
+                                                                       for _ in range(200)]:
         fresh = all_rules()  # rules keep state: new ones for every run
         orders.append(run([fresh[i] for i in order]))
     assert orders[0] and all(order == orders[0] for order in orders)

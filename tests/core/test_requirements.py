@@ -426,6 +426,32 @@ def _stateless_error(code: int) -> Callable[[], Conversation]:
     return build
 
 
+def _probe(reply, fall_back: bool) -> Callable[[], Conversation]:
+    """An auto client's probe over HTTP answered with 400 and `reply`, then (or not) its fallback to initialize."""
+    def build() -> Conversation:
+        tape = Conversation()
+        probe = request(tape.next_id(), "server/discover",
+                        {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+        tape.exchange(probe, session=None, version_header="2026-07-28", headers=[("mcp-method", "server/discover")],
+                      status=400, reply=reply)
+        if fall_back:
+            tape.initialize()
+        return tape
+    return build
+
+
+def _discover(refused: bool) -> Callable[[], Conversation]:
+    def build() -> Conversation:
+        tape = Conversation(transport=STATELESS)
+        if refused:
+            tape.call("server/discover", {}, status=404, reply=None, raw_reply=b"Invalid session ID")
+        else:
+            tape.initialize()
+        tape.call("tools/call", {"name": "add"}, result={"content": []})
+        return tape
+    return build
+
+
 CASES: dict[str, tuple[Callable, Callable]] = {
     "jsonrpc-version": (_line({"jsonrpc": "1.0", "id": 9, "method": "ping"}, result(9)), _keep),
     "utf-8": (lambda: _raw_line(b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\xff"}}'),
@@ -497,6 +523,11 @@ CASES: dict[str, tuple[Callable, Callable]] = {
     "response-on-get-stream": (_on_get_stream, _get_stream_kept),
     "post-single-message": (_batch_post, _http_call()),
     "header-mismatch": (_stateless([("mcp-method", "tools/list")]), _stateless()),
+    "header-encoding": (_stateless([("mcp-name", "=?base64?%?=")]), _stateless()),
+    "no-fallback": (_probe(None, False), _probe(None, True)),
+    "fallback-on-modern-error": (_probe(error(1, -32022, "Unsupported protocol version"), True),
+                                 _probe(error(1, -32022, "Unsupported protocol version"), False)),
+    "discover-refused": (_discover(True), _discover(False)),
     "request-after-close": (_after_close(True), _after_close(False)),
     "session-id-visible-ascii": (_session_id("session 0001\t0123456789abcdef"),
                                  _session_id("session-0001-0123456789abcdef")),

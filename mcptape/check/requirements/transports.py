@@ -3,11 +3,12 @@ the 2026-07-28 standard headers). Session management is in sessions.py."""
 
 from .. import spec
 from ...model import STATELESS, STDIO, STREAMABLE
-from . import CLIENT, MAY, MUST, MUST_NOT, NONE, SERVER, Requirement, quote, since
+from . import CLIENT, MAY, MUST, MUST_NOT, NONE, SERVER, SHOULD, Requirement, quote, since
 
 _AREA = "Streamable HTTP"
 _POST = frozenset({STREAMABLE, STATELESS})
 _SESSION_ERA = frozenset({STREAMABLE})
+_ERAS = "Backward Compatibility"
 
 REQUIREMENTS = [
     Requirement(
@@ -48,8 +49,25 @@ REQUIREMENTS = [
         ("http:POST",), _POST),
     Requirement(
         "header-mismatch", _AREA, CLIENT, {"2026-07-28": MUST}, spec.HEADERS_2026,
-        "Mcp-Method, Mcp-Name or MCP-Protocol-Version that disagree with the body", ("post-request",),
+        "Mcp-Method, Mcp-Name (decoded), Mcp-Param-* or MCP-Protocol-Version that disagree with the body",
+        ("post-request",),
         frozenset({STATELESS})),
+    Requirement(
+        "header-encoding", _AREA, CLIENT, {"2026-07-28": MUST}, spec.HEADER_ENCODING,
+        "an Mcp-Name or Mcp-Param-* value that is not plain header-safe ASCII and not a valid =?base64?…?= form",
+        ("post-request",), frozenset({STATELESS})),
+    # a dual-era client and a server of another era (docs/negotiation.md)
+    Requirement(
+        "no-fallback", _ERAS, CLIENT, {"2026-07-28": SHOULD}, spec.FALLBACK_HTTP,
+        "a legacy server's answer to server/discover and no initialize after it: said, not blamed, since a "
+        "2026-only client rightly stops (info)", ("m:server/discover",), observation=True),
+    Requirement(
+        "fallback-on-modern-error", _ERAS, CLIENT, {"2026-07-28": SHOULD}, spec.STAY_MODERN,
+        "an initialize after server/discover got a modern error (-32020, -32021, -32022)", ("m:server/discover",)),
+    Requirement(
+        "discover-refused", _ERAS, SERVER, {"2026-07-28": MUST}, spec.DISCOVER,
+        "server/discover refused as a legacy server would by a server the tape shows answering 2026-07-28 "
+        "requests", ("m:server/discover",)),
     Requirement(
         "request-after-close", "stdio", NONE, since("2024-11-05", MAY), spec.STDIO_SHUTDOWN,
         "a request sent to a side that had already left: nobody could answer it (info)", ("stdio-eof",),
