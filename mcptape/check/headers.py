@@ -81,7 +81,8 @@ class StandardHeaders(Observer):
                 decoded[key] = header_value.decode(value)
             except header_value.EncodingError as e:
                 yield "header-encoding", f"{name} {e}", spec.HEADER_ENCODING
-        mirrored = self.mirrored.get(params.get("name")) if method == "tools/call" else None
+        tool = params.get("name")
+        mirrored = self.mirrored.get(tool) if method == "tools/call" and isinstance(tool, str) else None
         if not mirrored:
             return  # no schema seen for this tool: which argument a header mirrors is not known
         arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}

@@ -207,7 +207,7 @@ class Lifecycle(Observer):
     # -- settled calls -----------------------------------------------------------------------------------------
 
     def call(self, call: Call, model: Model) -> list[Finding] | None:
-        if call.token_key is not None and self.tokens.get(call.token_key) == call.id:
+        if call.token_key in self.tokens and self.tokens[call.token_key] == call.id:  # (an id may be None)
             del self.tokens[call.token_key]
         method = call.method
         if method == "initialize":
