@@ -149,6 +149,9 @@ class Replayer:
         the newest it knows). notifications/initialized is accepted."""
         if "id" not in live:
             return Outcome(status=202, session=session)
+        if live.get("method") == "logging/setLevel":  # the era has none (2026-07-28 asks for a level per request)
+            answer = {"jsonrpc": "2.0", "id": live["id"], "result": {}}
+            return Outcome(body=answer, lines=[{"msg": answer}], session=session)
         found = self.discover
         params = live.get("params") if isinstance(live.get("params"), dict) else {}
         asked = params.get("protocolVersion")
@@ -289,8 +292,9 @@ class Replayer:
 
 
 DERIVED_HANDSHAKE = "derived-handshake"  # what the replay log's edit record names when it derived the handshake
-# What a derived session answers itself; the rest is served from the recorded 2026-07-28 answers.
-DERIVED = ("initialize", "notifications/initialized")
+# What a derived session answers itself; the rest is served from the recorded 2026-07-28 answers. A session-era
+# client that sees `logging` declared may set a level, which a 2026-07-28 tape cannot hold: it gets an empty result.
+DERIVED = ("initialize", "notifications/initialized", "logging/setLevel")
 # 2026-07-28 requests carry the era's per-request _meta (protocol version, client info and capabilities), which a
 # client fallen back to initialize does not send: in a session whose handshake was derived, _meta is not matched.
 ERA_META = ("/params/_meta",)
