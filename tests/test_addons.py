@@ -75,7 +75,7 @@ def test_a_wheel_in_a_fresh_venv_has_the_scripts_once_and_records(demo_server, t
     [wheel] = wheels.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for name in SCRIPTS:
-        assert [n for n in names if n.endswith("/" + name)] == [f"mcptape/addons/{name}"]
+        assert [n for n in names if n.endswith("addons/" + name)] == [f"mcptape/addons/{name}"]
     assert not [n for n in names if n.startswith("addons/")]
 
     venv = tmp_path / "venv"  # fresh: mcptape from the wheel; its dependencies read from this venv's site-packages
