@@ -4,7 +4,8 @@ listen addresses, upstream URLs."""
 from __future__ import annotations
 
 import socket
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
 
 import click
 
@@ -71,14 +72,37 @@ def warn_unfired(editor) -> None:
         click.echo(f"mcptape: warning: {warning}", err=True)
 
 
-def parse_listen(value: str) -> tuple[str, int]:
+@dataclass(frozen=True)
+class Listen:
+    """Where a server of mcptape's listens, parsed once at the option."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """An http(s) URL of a real server, parsed once at the option: the URL as given, its parts and its port."""
+
+    url: str
+    split: SplitResult
+    port: int
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def parse_listen(value: str) -> Listen:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise Failure(f"--listen {value!r}: expected HOST:PORT, e.g. 127.0.0.1:8765 (port 0 picks a free one)")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    return Listen(host.strip("[]") or "127.0.0.1", int(port))
 
 
-def parse_upstream(url: str):
+def parse_upstream(url: str) -> Upstream:
     split = urlsplit(url)
     if split.scheme not in ("http", "https") or not split.hostname:
         raise Failure(f"--upstream {url!r}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/mcp")
@@ -86,7 +110,22 @@ def parse_upstream(url: str):
         port = split.port or (443 if split.scheme == "https" else 80)
     except ValueError:
         raise Failure(f"--upstream {url!r}: the port is not a number from 0 to 65535") from None
-    return split, port
+    return Upstream(url, split, port)
+
+
+class _Parsed(click.ParamType):
+    """A click type that parses its value once, where the option is read (httpx's `callback=validate_json`), with
+    mcptape's one-line error."""
+
+    def __init__(self, name: str, parse) -> None:
+        self.name, self._parse = name, parse
+
+    def convert(self, value, param, ctx):
+        return value if isinstance(value, (Listen, Upstream)) else self._parse(value)
+
+
+LISTEN = _Parsed("host:port", parse_listen)
+UPSTREAM = _Parsed("url", parse_upstream)
 
 
 def check_free(host: str, port: int) -> None:

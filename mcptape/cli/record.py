@@ -13,21 +13,21 @@ import click
 
 from .app import Failure, colour_option, main, use_colour
 from .options import (
+    LISTEN,
+    UPSTREAM,
     check_free,
     edit_options,
     guard_options,
     make_editor,
     make_redactor,
-    parse_listen,
-    parse_upstream,
     redact_options,
     warn_unfired,
 )
 
 
 @main.command(context_settings={"allow_interspersed_args": False})
-@click.option("--upstream", metavar="URL", help="The real MCP server's URL (reverse proxy mode).")
-@click.option("--listen", default="127.0.0.1:8765", show_default=True, metavar="HOST:PORT",
+@click.option("--upstream", type=UPSTREAM, metavar="URL", help="The real MCP server's URL (reverse proxy mode).")
+@click.option("--listen", type=LISTEN, default="127.0.0.1:8765", show_default=True, metavar="HOST:PORT",
               help="Where clients connect; port 0 picks a free port.")
 @click.option("-o", "--output", metavar="FILE",
               help="The tape to write (.mcptape). May hold {date} {time} {pid} {n}; a relative name goes into "
@@ -158,7 +158,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     Host, Origin and destination options (guard.py)."""
     from ..output import Output, OutputError
 
-    host, port = parse_listen(listen)
+    host, port = listen.host, listen.port
     try:
         target = Output(output, write_mode != "new")
     except OutputError as e:
@@ -174,7 +174,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     }
     path = ""
     if mode == "reverse":
-        split, up_port = parse_upstream(upstream)
+        split, up_port = upstream.split, upstream.port
         _check_reachable(split.hostname, up_port, upstream)
         settings["mode"] = [f"reverse:{split.scheme}://{_host_for_url(split.hostname)}:{up_port}"]
         # the request is read (and recorded) before the upstream is connected: if it is down, the tape still holds

@@ -9,13 +9,13 @@ import time
 import click
 
 from .app import Failure, main
-from .options import check_free, edit_options, guard_options, make_editor, parse_listen, warn_unfired
+from .options import LISTEN, check_free, edit_options, guard_options, make_editor, warn_unfired
 from .printing import warn_truncated
 
 
 @main.command()
 @click.argument("tape", type=click.Path(dir_okay=False))
-@click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
+@click.option("--listen", type=LISTEN, default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
               help="Where to serve over HTTP; port 0 picks a free port.")
 @click.option("--stdio", is_flag=True, help="Serve on stdin/stdout: use this as a client's server command.")
 @click.option("--log", metavar="FILE", help="Record what the client did into this tape (with --stdio, FILE may hold "
@@ -90,7 +90,7 @@ def _replay_http(tape, listen, ignore, log, log_mode, pace, replayer, allow: dic
 
     from ..replay import serving
 
-    host, port = parse_listen(listen)
+    host, port = listen.host, listen.port
     check_free(host, port)
 
     async def main() -> None:

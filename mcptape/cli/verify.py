@@ -7,14 +7,15 @@ import os
 import click
 
 from .app import Failure, exit_with, main
-from .options import parse_upstream
+from .options import UPSTREAM
 from .printing import print_differences
 
 
 @main.command()
 @click.argument("tape", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD ARGS…]")
-@click.option("--upstream", metavar="URL", help="The live server's MCP endpoint (http:// or https://).")
+@click.option("--upstream", type=UPSTREAM, metavar="URL",
+              help="The live server's MCP endpoint (http:// or https://).")
 @click.option("--ignore", multiple=True, metavar="POINTER",
               help="Do not compare this part of every message (JSON pointer, e.g. /result/content/0/text).")
 @click.option("--log", metavar="FILE", help="Write the new conversation into this tape (then `mcptape check FILE`).")
@@ -46,8 +47,6 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
 
     if log and os.path.exists(log):
         raise Failure(f"{log} already exists (--log writes a new tape)")
-    if upstream is not None:
-        parse_upstream(upstream)
     secrets = {}
     for item in secret:
         where, sep, name = item.partition("=")
@@ -57,7 +56,7 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
             raise Failure(f"--secret {item}: the environment variable {name} is not set")
         secrets[where] = os.environ[name]
     try:
-        result = run_verify(tape, upstream=upstream, command=list(command) or None, ignore=list(ignore), log=log,
+        result = run_verify(tape, upstream=upstream.url if upstream else None, command=list(command) or None, ignore=list(ignore), log=log,
                             update=update, timeout=timeout, secrets=secrets, verify_tls=not insecure)
     except VerifyError as e:
         raise Failure(str(e)) from None
