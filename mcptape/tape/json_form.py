@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from itertools import count
 from typing import Any
@@ -43,6 +44,20 @@ def record_from_json(record: Record) -> Record:
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
+    try:
+        return _dumps(value, indent)
+    except RecursionError:
+        # Indented JSON is written by the standard library's Python encoder, a frame or two per level: a record
+        # nested as deep as the reader admits (1,000 levels) needs more than Python 3.12's default limit.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10_000))
+        try:
+            return _dumps(value, indent)
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+def _dumps(value: Any, indent: int | None) -> str:
     try:  # the standard library's C encoder, for the common case
         return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
     except TypeError:  # a Decimal somewhere: only simplejson writes it back as its exact literal
