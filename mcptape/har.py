@@ -16,7 +16,6 @@ import base64
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from . import __version__

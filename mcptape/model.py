@@ -24,8 +24,9 @@ from urllib.parse import urlsplit
 
 from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
                     ResponseOnGetStream, SessionTransition, outcome_of)
-# the lifecycle's names, read by check, show and replay through the model too
-from .lifecycle import DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State, Transition, refusal_text
+# the lifecycle's names, read by check, show and replay through the model too (re-exported)
+from .lifecycle import (DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State,  # noqa: F401
+                        Transition, refusal_text)
 from .tape import records
 from .wire import http, jsonrpc
 

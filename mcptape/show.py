@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-import click
 
 from . import terminal
 from .facts import SessionTransition

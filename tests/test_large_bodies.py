@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from mcptape.tape.file import read
 
-from .conftest import start_recording, stop
+from .conftest import start_recording
 from .hostile_inputs import resident_kb
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"

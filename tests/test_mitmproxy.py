@@ -113,7 +113,7 @@ def test_a_mitmdump_capture_imports_into_a_tape_that_checks_like_the_recorded_on
     tape = tmp_path / "imported.mcptape"
     result = run_mcptape("import", same_session["flows"], "-o", str(tape))
     assert result.returncode == 0, result.stderr
-    assert "no per-event times" in result.stderr and f"wrote " in result.stderr
+    assert "no per-event times" in result.stderr and "wrote " in result.stderr
     recorded, imported = tool_calls(same_session["tape"]), tool_calls(str(tape))
     assert [c[0] for c in recorded] == ["add", "countdown", "no-such-tool", "add", "add"]
     assert imported == recorded

@@ -3,7 +3,6 @@ against real peers (the SDK demo server over HTTP and over stdio, the SDK client
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 

@@ -19,7 +19,7 @@ from mcptape.cli import main
 from mcptape.tape import records
 from mcptape.terminal import safe, safe_json
 
-from .conftest import MCPTAPE, wait_until, write_tape
+from .conftest import MCPTAPE, write_tape
 
 ATTACKS = {  # class -> (what a peer sends, what the bytes that must never come out raw are)
     "csi-not-sgr": ("\x1b[2J\x1b[H", "\x1b"),

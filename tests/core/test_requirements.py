@@ -12,7 +12,7 @@ import pytest
 from mcptape.check import check_records
 from mcptape.check.requirements import REGISTRY
 from mcptape.check.verdicts import Exercise, Verdict, judge
-from mcptape.model import STATELESS, STDIO, STREAMABLE
+from mcptape.model import STATELESS, STDIO
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, Event, error, notification, request, result
 
