@@ -151,14 +151,15 @@ def test_7_positions_skip_the_2026_07_28_probe(stateless):
     assert "server/discover#1" not in Gauntlet(stateless, ["true", "{url}"]).positions
 
 
-def _ours(marker: str) -> list[int]:
-    """Processes whose command line holds `marker` (a path of this test's own)."""
-    found = []
+def _ours(marker: str) -> dict[int, str]:
+    """Live processes whose command line holds `marker` (a path of this test's own): pid -> command line, read
+    once (a process may be gone a moment later)."""
+    found = {}
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode(errors="replace") \
-                    and (proc / "stat").read_text().split()[2] != "Z":
-                found.append(int(proc.name))
+            command = (proc / "cmdline").read_bytes().decode(errors="replace") if proc.name.isdigit() else ""
+            if marker in command and (proc / "stat").read_text().split()[2] != "Z":
+                found[int(proc.name)] = command
         except OSError:
             pass
     return found
@@ -178,7 +179,7 @@ def test_8_a_signal_stops_every_client_and_replay_and_prints_the_runs_done(tape,
                                 env={**os.environ, "TMPDIR": str(scratch)})
 
     def commands() -> list[str]:
-        return [Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace") for p in _ours(str(copy))]
+        return list(_ours(str(copy)).values())
 
     def duplicate_done() -> bool:  # its client finished the conversation and is gone; the drop run waits for ever
         out = list(logs.glob("*-duplicate-*/client.out"))
