@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -85,7 +84,9 @@ async def not_json(server, writer, body):
 
 
 async def binary(server, writer, body):
-    await _json(server, writer, os.urandom(10 * 1024 * 1024), b"application/octet-stream")
+    # bytes no secret shape can match (all non-ASCII): random bytes hold a `pin=…` or `://a:b@` now and then, and
+    # redaction (rightly) rewrites it, which made this test fail about once in thirty runs
+    await _json(server, writer, bytes(range(128, 256)) * (10 * 1024 * 1024 // 128), b"application/octet-stream")
 
 
 async def gzip_json(server, writer, body):
