@@ -109,7 +109,7 @@ def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -
 def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
     """A flow file's bytes or a HAR document, through the recorder's capture, into a tape."""
     from .. import TOOL
-    from ..capture import imported
+    from ..formats import imported
     from ..redact import Redactor
     from ..tape import records
     from ..terminal import safe
