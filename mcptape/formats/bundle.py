@@ -66,7 +66,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
     TapeError (an unreadable tape) or OutputError."""
     from . import har
     from ..check import check
-    from ..check import report as findings_report
+    from ..check import formatting
     from ..report import build, render
 
     if not redact and not allow_secrets:
@@ -105,7 +105,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
             files["report.har"] = [json_form.dumps({"log": {**har.document([])["log"], "entries": entries}},
                                                    indent=1), "\n"]
         findings = [replace(f, tape=called[f.tape]) for f in check(tapes)]
-        files["findings.json"] = [json_form.dumps(findings_report.as_json(findings, inside), indent=1), "\n"]
+        files["findings.json"] = [json_form.dumps(formatting.as_json(findings, inside), indent=1), "\n"]
         files["README.md"] = [_readme(os.path.basename(output), names, data, "report.har" in files, redact)]
         _write(output, files, force)
         return list(files)
