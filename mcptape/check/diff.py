@@ -19,7 +19,8 @@ from ..model import Call, Model, Observer, collector_paused
 from ..redact import blend
 from ..wire import jsonrpc, pointer
 from ..tape.file import Reader, decode_payload, pack
-from .rules import Finding, all_rules
+from .finding import Finding
+from .rules import all_rules
 
 Key = tuple[int, str, str, int]  # (session order, dir, method, ordinal)
 
