@@ -19,7 +19,7 @@ from . import terminal
 from .facts import SessionTransition
 from .model import OPENED, Model, Observer, Seen, Session
 from .tape import json_form, records
-from .tape.file import Record
+from .tape.records import Record
 from .wire import http, jsonrpc
 
 ARROW = {records.C2S: "→", records.S2C: "←"}

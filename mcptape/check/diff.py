@@ -18,7 +18,8 @@ from ..facts import Outcome
 from ..model import Call, Model, Observer, collector_paused
 from ..redact import blend
 from ..wire import jsonrpc, pointer
-from ..tape.file import Reader, decode_payload, pack
+from ..tape.codec import decode_payload, pack
+from ..tape.file import Reader
 from .finding import Finding
 from .rules import all_rules
 
