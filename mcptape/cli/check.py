@@ -104,7 +104,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
 
 
 def _unredacted(tape: str):
-    from ..redact import unredacted
+    from ..redact.tapes import unredacted
     from ..tape.file import Reader
 
     reader = Reader(tape)

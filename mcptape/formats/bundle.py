@@ -2,7 +2,7 @@
 as JSON too, the report (Markdown and HTML), the HAR of the HTTP tapes, the findings as JSON, and a README that
 says how to replay and check it. Every command that reads a tape reads the bundle as it is (tape/bundled.py).
 
-A tape that still holds a secret (redact.secrets_in: a credential under a sensitive header, query parameter or key,
+A tape that still holds a secret (redact/scrub.py, secrets_in: a credential under a sensitive header, query parameter or key,
 or a secret-shaped string anywhere) is refused, naming where, unless the tapes are redacted into the bundle
 (`--redact`) or the user says the secrets may go (`--allow-secrets`)."""
 
@@ -27,7 +27,7 @@ class Refused(ValueError):
 
 def secrets(paths: list[str]) -> Iterator[tuple[str, int, str, str]]:
     """(tape, record number, JSON pointer, rule) for each secret left in the tapes."""
-    from ..redact import secrets_in
+    from ..redact.scrub import secrets_in
 
     for path in paths:
         for number, pointer, rule in secrets_in(Reader(path)):
@@ -50,7 +50,7 @@ def _names(paths: list[str]) -> list[str]:
 
 def _copy(path: str, target: str, redactor=None) -> None:
     """A tape copied record by record, redacted on the way with a redactor (as `mcptape redact` does)."""
-    from ..redact import redacted_tape
+    from ..redact.tapes import redacted_tape
     from ..tape.file import Writer
 
     reader = Reader(path)
@@ -78,7 +78,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
         tapes = [os.path.join(work, f"{name}.mcptape") for name in names]
         redactor = None
         if redact:
-            from ..redact import Redactor
+            from ..redact.redactor import Redactor
 
             redactor = Redactor()
         for path, tape in zip(paths, tapes):

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from mitmproxy import http as mhttp
 
 from .. import TOOL
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, sse
 from ..capture.http import HttpCapture, RecordSink, Scope

@@ -63,7 +63,7 @@ class HeaderRecord(TypedDict):
     format: int
     t: NotRequired[float]
     tool: NotRequired[str]
-    redaction: NotRequired[dict]  # how the tape was redacted: rule names, never values (redact.Redactor.describe)
+    redaction: NotRequired[dict]  # how the tape was redacted: rule names, never values (redact/redactor.py, Redactor.describe)
 
 
 class CaptureStart(_Common):
