@@ -32,6 +32,7 @@ from ..tape.file import Reader, TapeError
 from ..wire import http
 from . import faults as catalogue
 from .faults import Fault
+from .negotiation import fallback_missing
 
 RECOVERED, SURFACED, FAILED, HUNG = "recovered", "surfaced", "failed", "hung"
 NOT_REACHED, NOT_APPLICABLE, ERROR = "not-reached", "n/a", "error"
@@ -478,6 +479,8 @@ def _evidence(fault: Fault, edit: dict, log: list[dict], messages: list[tuple[di
     faulted = next((m for r, m in messages if "method" in m and "id" in m and is_faulted(r, m)), None)
     method = faulted.get("method") if faulted else None
     same = _shape(faulted) if faulted else None
+    if fault.expects == catalogue.FALL_BACK:
+        return fallback_missing(log), None
     if fault.expects == catalogue.REINITIALIZE:
         if not any(m.get("method") == "initialize" for _, m in later):
             return "no new initialize after the fault", None
