@@ -137,10 +137,12 @@ FAULTS += (
     Fault("probe-405", "refuse-discover status=405", FALL_BACK, FALL_BACK_HTTP,
           f"{spec.SSE_DETECTION} (a legacy HTTP+SSE endpoint answers a POST with 405)", probe=True),
     Fault("probe-32601", "refuse-discover code=-32601", FALL_BACK, FALL_BACK_ANY,
-          f"{spec.FALLBACK_STDIO}; {spec.FALLBACK_HTTP}; {FIELD_400}", probe=True),
+          f"{spec.FALLBACK_STDIO} (legacy servers answer \"commonly -32601 or -32602\"); {spec.FALLBACK_HTTP}",
+          probe=True),
     Fault("probe-silent", "refuse-discover answer=none", FALL_BACK,
           "the client stops waiting for the probe in a reasonable time and falls back to initialize, then the rest "
-          "as recorded", f"{spec.FALLBACK_STDIO} (\"or not at all\")", probe=True),
+          "as recorded", f"{spec.FALLBACK_STDIO} (legacy servers answer with \"implementation-defined errors [...] or not at "
+          "all\")", probe=True),
     Fault("probe-exit", "refuse-discover answer=exit", FALL_BACK,
           "the client starts the server again and initializes it without probing, then the rest as recorded "
           "(a client that reports the dead server and exits is surfaced: that process cannot be fallen back on)",

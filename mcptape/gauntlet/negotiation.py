@@ -6,12 +6,16 @@ probe, or (over HTTP, after 400/404/405) the GET that looks for a legacy HTTP+SS
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..check.negotiation import LEGACY_STATUSES
 from ..model import Call, Model, Observer, Seen
 from ..tape import records
 from ..wire import http
 
 PROBE = "server/discover#1"  # where a negotiation fault fires: the client's first probe (the edit refuses every one)
+# the client requests of 2026-07-28 that no older revision has (its schema): a client fallen back sends none
+MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
 NOT_PROBED = ("the client did not probe: the tape has no server/discover before its first other request (a "
               "legacy-mode client, or a tape of a client that never speaks 2026-07-28)")
 
@@ -23,6 +27,13 @@ def probed(recording) -> bool:
         if isinstance(request, dict) and "id" in request and isinstance(request.get("method"), str):
             return request["method"] == "server/discover"
     return False
+
+
+def after_fallback(expected: Counter) -> Counter:
+    """What a client fallen back still asks for: each method the recorded run has but the era's own, once at
+    least. Counts are not kept: an era changes how often a client lists (the Inspector CLI lists tools twice on
+    2026-07-28, once after a handshake)."""
+    return Counter({method: 1 for method, n in expected.items() if n and method not in MODERN_ONLY})
 
 
 class _Fallback(Observer):

@@ -32,7 +32,7 @@ from ..tape.file import Reader, TapeError
 from ..wire import http
 from . import faults as catalogue
 from .faults import Fault
-from .negotiation import fallback_missing
+from .negotiation import after_fallback, fallback_missing
 
 RECOVERED, SURFACED, FAILED, HUNG = "recovered", "surfaced", "failed", "hung"
 NOT_REACHED, NOT_APPLICABLE, ERROR = "not-reached", "n/a", "error"
@@ -341,6 +341,7 @@ def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | Non
         _note_misses(run)
         return
     expected = recorded if clean is None else Counter({m: min(n, clean.asked[m]) for m, n in recorded.items()})
+    expected = after_fallback(expected) if run.fault.probe else expected
     missing = _left_out(expected, messages)
     new_misses = [m for m in run.misses if clean is None or m not in clean.run.misses]  # the clean run's are its own
     if evidence is None and run.exit == 0 and not missing and not new_misses:

@@ -138,10 +138,28 @@ def test_over_stdio_a_fallback_to_a_server_started_again_counts(tmp_path):
     assert run.verdict == RECOVERED, (run.why, run.findings)
 
 
-@pytest.mark.parametrize("fault", ["probe-400", "drop"])
-def test_the_scorecard_gives_the_probe_a_column_of_its_own(fault):
+@pytest.mark.parametrize("fault, columns", [("probe-400", [PROBE]), ("drop", [PROBE, "tools/list#1"])])
+def test_the_scorecard_gives_the_probe_a_column_of_its_own(fault, columns):
+    """A column per position some run is at: the probe's, and the positions of the other faults run."""
     result = Result("t.mcptape", ["client"], False, 5.0, ["tools/list#1"])
     result.runs = [Run(BY_NAME[fault], PROBE if fault == "probe-400" else "tools/list#1", "", RECOVERED, "ok"),
                    Run(BY_NAME["probe-exit"], PROBE, "", NOT_APPLICABLE, "only a server the client starts")]
-    header = text(result, ()).splitlines()[2].split()
-    assert header == ["fault", PROBE, "tools/list#1"]
+    lines = text(result, ()).splitlines()
+    assert lines[2].split() == ["fault", *columns]
+    assert lines[3].split() == [fault, "recovered"] and lines[4].split() == ["probe-exit", "n/a"]
+
+
+def test_after_the_fallback_the_era_s_own_requests_and_counts_are_not_expected(tmp_path):
+    """The Inspector CLI on 2026-07-28 opens subscriptions/listen and lists tools twice; fallen back, it sends no
+    subscriptions/listen (an older server has none) and lists once: the conversation went on."""
+    c = _refused()
+    c.initialize()
+    c.call("tools/list", result={"tools": []})
+    c.call("tools/call", {"name": "add"})
+    run = Run(BY_NAME["probe-400"], PROBE, BY_NAME["probe-400"].edit, exit=0)
+    recorded = RECORDED + Counter({"subscriptions/listen": 1, "tools/list": 1})
+    classify(run, recorded, [c.write(tmp_path / "faulted.mcptape")])
+    assert run.verdict == RECOVERED, run.why
+    expire = Run(BY_NAME["expire-session"], "tools/list#1", "", exit=0)  # other faults still count every request
+    classify(expire, recorded, [c.write(tmp_path / "faulted.mcptape")])
+    assert "never asked for" in expire.why and "subscriptions/listen ×1" in expire.why
