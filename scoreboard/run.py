@@ -7,7 +7,8 @@ Written to docs/scoreboard.md and docs/scoreboard.html from the same data. Not p
 Each client is first recorded as a new user would: its own conversation with the project's demo server (the SDK's,
 with an event store so streams carry SSE event ids), through `mcptape record`; the gauntlet then runs that client
 against replays of its own tape, one fault per run: every fault at the first position after the handshake
-(`--max-runs 11`), 30 s each; `--quick`: four faults, 20 s each. A client whose
+(`--max-runs 11`), and the negotiation faults (`probe-*`) once each at the probe where the client probed, 30 s each;
+`--quick`: five faults, 20 s each. A client whose
 result is already in the work folder is not run again (a stopped run resumes where it stopped); `--fresh` starts
 over. Clients whose packages are not installed are listed as skipped, with why.
 """
@@ -38,7 +39,7 @@ PY = sys.executable
 CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
 CACHE = Path(os.environ.get("MCPTAPE_SCOREBOARD_CACHE", Path.home() / ".cache" / "mcptape-scoreboard"))
 NODE_PEERS = Path(os.environ.get("MCPTAPE_NODE_PEERS_DIR", Path.home() / ".cache" / "mcptape-node-peers"))
-QUICK_FAULTS = "expire-session,drop,close-stream,malformed"
+QUICK_FAULTS = "expire-session,drop,close-stream,malformed,probe-400"
 PINS = {"mcp (Python SDK)": "2.3.0", "fastmcp": "4.1.6", "@modelcontextprotocol/sdk": "1.32.2",
         "@modelcontextprotocol/inspector": "2.12.0", "mcp-remote": "0.15.1", "@openai/codex": "0.128.0"}
 
@@ -288,7 +289,10 @@ def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) 
            "scripted model (a loopback server of ours that speaks just enough of the OpenAI Responses streaming API "
            "to make it call the MCP tools in order), in a network namespace with loopback only (`unshare -r -n`). "
            "Every client gets the same timeout and faults; none gets a workaround. `close-stream` is n/a where the "
-           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). No client "
+           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). The `probe-*` "
+           "faults play an older server refusing the client's `server/discover` probe ([negotiation.md]"
+           "(negotiation.md)): they apply only where the client probed (its tape starts with it), n/a elsewhere, "
+           "and run once, at the probe. No client "
            "issue tracker is cited: none could be checked from here.", "",
            "| client | language | transport | baseline | " + " | ".join(f"`{f}`" for f in faults) + " |",
            "|---|---|---|---|" + "---|" * len(faults)]
