@@ -163,3 +163,12 @@ def test_after_the_fallback_the_era_s_own_requests_and_counts_are_not_expected(t
     expire = Run(BY_NAME["expire-session"], "tools/list#1", "", exit=0)  # other faults still count every request
     classify(expire, recorded, [c.write(tmp_path / "faulted.mcptape")])
     assert "never asked for" in expire.why and "subscriptions/listen ×1" in expire.why
+
+
+def test_the_pytest_marker_places_a_negotiation_fault_at_the_probe_once():
+    from mcptape.testing.gauntlet import cells
+
+    mark = pytest.mark.mcptape_gauntlet(faults=["drop", "probe-400"], at=["tools/list#1", "tools/call#1"]).mark
+    assert [(c.fault.name, c.at, c.edit) for c in cells(None, mark)] == [
+        ("drop", "tools/list#1", "drop at=tools/list#1"), ("drop", "tools/call#1", "drop at=tools/call#1"),
+        ("probe-400", PROBE, "refuse-discover status=400")]
