@@ -289,8 +289,8 @@ def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) 
            "scripted model (a loopback server of ours that speaks just enough of the OpenAI Responses streaming API "
            "to make it call the MCP tools in order), in a network namespace with loopback only (`unshare -r -n`). "
            "Every client gets the same timeout and faults; none gets a workaround. `close-stream` is n/a where the "
-           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). The `probe-*` "
-           "faults play an older server refusing the client's `server/discover` probe ([negotiation.md]"
+           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). The "
+           "`probe-*` faults play an older server refusing the client's `server/discover` probe ([negotiation.md]"
            "(negotiation.md)): they apply only where the client probed (its tape starts with it), n/a elsewhere, "
            "and run once, at the probe. No client "
            "issue tracker is cited: none could be checked from here.", "",

@@ -36,9 +36,9 @@ EVIDENCE = {
             "the client cancelling\")",
     GO_ON: "the rest of the conversation as the clean run had it",
     FALL_BACK: "an initialize after the refused server/discover (over stdio, to the server the client started "
-               "again, if it did), or after a 400/404/405 the GET that looks for an HTTP+SSE endpoint event; then the "
-               "rest of the conversation as recorded (the replay derives the handshake from the recorded discover "
-               "answer)",
+               "again, if it did), or after a 400/404/405 the GET that looks for an HTTP+SSE endpoint event; then each "
+               "method the recorded conversation has, once at least, but those of 2026-07-28 alone (the replay "
+               "derives the handshake from the recorded discover answer)",
 }
 SESSION_RULES = ("no-reinitialize", "dead-session-reuse")
 
@@ -141,8 +141,9 @@ FAULTS += (
           probe=True),
     Fault("probe-silent", "refuse-discover answer=none", FALL_BACK,
           "the client stops waiting for the probe in a reasonable time and falls back to initialize, then the rest "
-          "as recorded", f"{spec.FALLBACK_STDIO} (legacy servers answer with \"implementation-defined errors [...] or not at "
-          "all\")", probe=True),
+          "as recorded",
+          f"{spec.FALLBACK_STDIO} (legacy servers answer with \"implementation-defined errors [...] or not at all\")",
+          probe=True),
     Fault("probe-exit", "refuse-discover answer=exit", FALL_BACK,
           "the client starts the server again and initializes it without probing, then the rest as recorded "
           "(a client that reports the dead server and exits is surfaced: that process cannot be fallen back on)",
@@ -185,7 +186,6 @@ def not_applicable(fault: Fault, *, session_era: bool, legacy: bool, stdio: bool
         return NOT_PROBED
     if fault.stdio_only and not stdio:
         return "only a server the client starts can exit on the probe (over HTTP, see reset)"
-
     if fault.session and not session_era:
         return ("legacy HTTP+SSE has no session-expiry signal" if legacy
                 else "no sessions: the tape's traffic is stateless")

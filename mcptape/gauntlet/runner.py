@@ -469,6 +469,8 @@ def _evidence(fault: Fault, edit: dict, log: list[dict], messages: list[tuple[di
               stateless: bool = False) -> tuple[str | None, str | None]:
     """(what a recovered client would have done and this one did not, or None; a protocol fault in the recovery,
     or None) after the edit fired."""
+    if fault.expects == catalogue.FALL_BACK:
+        return fallback_missing(log), None
     after = edit["t"]
     later = [(r, m) for r, m in messages if r["t"] >= after and _from_client(r)]
 
@@ -480,8 +482,6 @@ def _evidence(fault: Fault, edit: dict, log: list[dict], messages: list[tuple[di
     faulted = next((m for r, m in messages if "method" in m and "id" in m and is_faulted(r, m)), None)
     method = faulted.get("method") if faulted else None
     same = _shape(faulted) if faulted else None
-    if fault.expects == catalogue.FALL_BACK:
-        return fallback_missing(log), None
     if fault.expects == catalogue.REINITIALIZE:
         if not any(m.get("method") == "initialize" for _, m in later):
             return "no new initialize after the fault", None

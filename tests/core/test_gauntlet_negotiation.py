@@ -39,7 +39,8 @@ def _legacy(tmp_path) -> str:
 
 def test_the_negotiation_faults_are_the_refusals_met_in_the_field():
     assert [f.edit for f in NEGOTIATION] == [
-        "refuse-discover status=400", "refuse-discover status=400 code=-32600", "refuse-discover status=400 code=-32602",
+        "refuse-discover status=400", "refuse-discover status=400 code=-32600",
+        "refuse-discover status=400 code=-32602",
         'refuse-discover status=404 body="Invalid session ID"', "refuse-discover status=405",
         "refuse-discover code=-32601", "refuse-discover answer=none", "refuse-discover answer=exit"]
     for fault in NEGOTIATION:
