@@ -80,6 +80,8 @@ def clients() -> list[Client]:
         Client("python-sdk-auto", "Python", "auto", [*sdk, "{url}", "--mode", "auto"]),
         Client("python-sdk-stdio", "Python", "stdio", [*sdk, "--timeout", "3", "--", "{server}"],
                note="read_timeout_seconds=3"),
+        Client("python-sdk-stdio-auto", "Python", "stdio", [*sdk, "--mode", "auto", "--timeout", "3", "--",
+                                                            "{server}"], note="mode=auto, read_timeout_seconds=3"),
         Client("fastmcp", "Python", "streamable", [str(fastmcp_py), str(CLIENTS_DIR / "fastmcp_client.py"), "{url}"],
                [fastmcp_py]),
         Client("ts-sdk-streamable", "TypeScript", "streamable", [*ts, "streamable", "{url}"], [Path(node)], ts_env,
