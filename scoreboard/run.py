@@ -279,6 +279,7 @@ def _summary(res: dict, fault: str) -> str:
 
 def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) -> str:
     from mcptape.gauntlet.faults import BY_NAME
+    from mcptape.gauntlet.negotiation import NOT_PROBED
 
     faults = _faults(results)
     quick = any(r.get("quick") for r in results)
@@ -328,9 +329,13 @@ def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) 
             out.append(f"Its replay misses: {'; '.join(base['misses'][:3])}.")
         out += ["", "| fault | at | verdict | why | evidence (from the replay log) | reproduce |",
                 "|---|---|---|---|---|---|"]
+        unprobed = [r["fault"] for r in res.get("runs", []) if r["verdict"] == "n/a" and r["why"] == NOT_PROBED]
         for r in res.get("runs", []):
+            if r["fault"] in unprobed[1:]:
+                continue  # said once, for every probe-* fault
             if r["verdict"] == "n/a":
-                out.append(f"| `{r['fault']}` | {r['at']} | n/a | {r['why']} | | |")
+                said = f"`{r['fault']}`" if r["fault"] not in unprobed else f"`probe-*` ({len(unprobed)} faults)"
+                out.append(f"| {said} | {r['at']} | n/a | {r['why']} | | |")
                 continue
             why = r["why"] + (f" (spec: {BY_NAME[r['fault']].source})" if r["verdict"] in ("failed", "hung") else "")
             command = r.get("reproduce") or f"mcptape replay {res['client']}.mcptape --edit '{r['edit']}'"
