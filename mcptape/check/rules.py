@@ -390,8 +390,9 @@ def all_rules() -> list[Observer]:
     from .features import Features
     from .headers import StandardHeaders
     from .lifecycle import Lifecycle
+    from .modern import Modern
     from .negotiation import Negotiation
     from .streamable import StreamableHttp
 
     return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features(),
-            StandardHeaders(), Negotiation()]
+            StandardHeaders(), Negotiation(), Modern()]
