@@ -76,7 +76,8 @@ def is_base64(data: Any) -> bool:
 
 
 class Features(Observer):
-    kinds = frozenset({records.STDIO_LINE, records.SSE_EVENT, records.HTTP_RESPONSE})  # where a server's messages are
+    # where a server's notifications are (a JSON answer to a POST holds a response, never a notification)
+    kinds = frozenset({records.STDIO_LINE, records.SSE_EVENT})
 
     def __init__(self) -> None:
         self.sessions: dict[int, _Server] = {}

@@ -63,7 +63,8 @@ def traceparent_problem(value: Any) -> str | None:
 
 
 class Modern(Observer):
-    kinds = frozenset({records.STDIO_LINE, records.SSE_EVENT, records.HTTP_REQUEST, records.HTTP_RESPONSE})
+    # where a subscriptions/listen request and the server's notifications are
+    kinds = frozenset({records.STDIO_LINE, records.SSE_EVENT, records.HTTP_REQUEST})
 
     def __init__(self) -> None:
         self.sessions: dict[int, _Session] = {}
@@ -146,8 +147,8 @@ class Modern(Observer):
         request = call.request or {}
         meta = meta_of(request)
         response = call.response if isinstance(call.response, dict) else {}
-        missing = [k for k in (VERSION, CAPABILITIES) if k not in meta]
-        if missing:
+        if VERSION not in meta or CAPABILITIES not in meta:  # (the common case tests two keys, nothing more)
+            missing = [k for k in (VERSION, CAPABILITIES) if k not in meta]
             found += broke_call("meta-required-fields", call, f"{call.method} has no {' nor '.join(missing)} in "
                                 f"its _meta")
             error = response.get("error")
@@ -172,11 +173,13 @@ class Modern(Observer):
         kind = result.get("resultType")
         if not isinstance(kind, str):
             found += broke_call("result-type", call, f"the result of {call.method} has no resultType")
-        key = (call.method, _key(params.get("name", params.get("uri"))))
-        if "inputResponses" in params or "requestState" in params:
-            found += self._retry(call, state, key, params)
-        if kind == "input_required":
-            return found + self._input_required(call, state, key, meta, result)
+        retry = "inputResponses" in params or "requestState" in params
+        if retry or kind == "input_required":  # the same request again: its method and what it names
+            key = (call.method, _key(params.get("name", params.get("uri"))))
+            if retry:
+                found += self._retry(call, state, key, params)
+            if kind == "input_required":
+                return found + self._input_required(call, state, key, meta, result)
         if call.method in CACHED:
             found += self._cache(call, state, params, result)
         return found
