@@ -241,9 +241,8 @@ class Features(Observer):
         if cursor is not None and (not isinstance(cursor, str) or cursor not in state.cursors):
             found += broke_call("cursor-opaque", call, f"{method} sent the cursor {cursor!r:.60}, which the server "
                                 f"never issued in this session")
-            error = response.get("error")
-            if "result" in response or (isinstance(error, dict) and error.get("code") != -32602):
-                said = "a result" if "result" in response else f"error {error.get('code')}"
+            said = answered_not(response, -32602)
+            if said:
                 found += broke_call("cursor-invalid-error", call, f"the server answered a cursor it never issued "
                                     f"with {said}, not -32602")
         result = response.get("result")
@@ -285,7 +284,7 @@ def _params(call: Call) -> dict:
     return params if isinstance(params, dict) else {}
 
 
-def _answered_not(response: dict, code: int) -> str | None:
+def answered_not(response: dict, code: int) -> str | None:
     """How a request the spec wants refused with `code` was answered otherwise (None: with that code, or not yet)."""
     error = response.get("error")
     if "result" in response:
@@ -335,7 +334,7 @@ def _get_prompt(call: Call, state: _Server, response: dict) -> list[Finding]:
     given = given if isinstance(given, dict) else {}
     missing = [a for a in required or () if a not in given]
     found: list[Finding] = []
-    said = _answered_not(response, -32602) if missing else None
+    said = answered_not(response, -32602) if missing else None
     if said:
         found += broke_call("prompt-errors-invalid-params", call, f"prompts/get without the required argument "
                             f"{missing[0][:60]!r} answered with {said}, not -32602")
@@ -353,7 +352,7 @@ def _set_level(call: Call, state: _Server, response: dict) -> list[Finding]:
     if isinstance(level, str) and level in LEVELS:
         return []
     found = broke_call("log-level-valid", call, f"logging/setLevel asks for the level {level!r:.40}")
-    said = _answered_not(response, -32602)
+    said = answered_not(response, -32602)
     if said:
         found += broke_call("log-level-invalid-params", call, f"the server answered logging/setLevel {level!r:.40} "
                             f"with {said}, not -32602")

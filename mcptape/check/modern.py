@@ -14,6 +14,7 @@ from typing import Any
 
 from ..model import Call, Model, Observer, Seen
 from ..tape import records
+from .features import answered_not
 from .rules import Finding, broke, broke_call
 
 REVISION = "2026-07-28"
@@ -151,9 +152,8 @@ class Modern(Observer):
             missing = [k for k in (VERSION, CAPABILITIES) if k not in meta]
             found += broke_call("meta-required-fields", call, f"{call.method} has no {' nor '.join(missing)} in "
                                 f"its _meta")
-            error = response.get("error")
-            if "result" in response or (isinstance(error, dict) and error.get("code") != -32602):
-                said = "a result" if "result" in response else f"error {error.get('code')}"
+            said = answered_not(response, -32602)
+            if said:
                 found += broke_call("meta-missing-rejected", call, f"the server answered {call.method} without "
                                     f"{missing[0]} with {said}, not -32602")
         if CLIENT_INFO not in meta:

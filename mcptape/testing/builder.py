@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..check.modern import CACHED
 from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE
 from ..tape import records as rec
 from ..wire import header_value, sse
@@ -40,8 +41,6 @@ SERVER_CAPABILITIES = {"tools": {"listChanged": True}, "resources": {"subscribe"
                        "prompts": {"listChanged": True}, "logging": {}, "completions": {}}
 CLIENT_CAPABILITIES = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 JSON_TYPE = [("content-type", "application/json")]
-_CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
-                        "resources/read"})
 SSE_TYPE = [("content-type", "text/event-stream")]
 
 
@@ -376,7 +375,7 @@ class Conversation:
         """On 2026-07-28 a result says its resultType, and a cacheable one its caching hints (unless given)."""
         if self.transport != STATELESS or not (value is _MISSING or isinstance(value, dict)):
             return value
-        hints = {"ttlMs": 0} if method in _CACHEABLE else {}
+        hints = {"ttlMs": 0} if method in CACHED else {}
         return {"resultType": "complete", **hints, **(value if isinstance(value, dict) else {})}
 
     @staticmethod
