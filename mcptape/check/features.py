@@ -256,9 +256,17 @@ class Features(Observer):
     @staticmethod
     def _elicitation(call: Call, state: _Server) -> list[Finding]:
         params = (call.request or {}).get("params")
-        if not isinstance(params, dict) or params.get("mode") != "url":
+        if not isinstance(params, dict):
+            return []
+        if params.get("mode", "form") == "form":
+            return _form(call, params)
+        if params.get("mode") != "url":
             return []
         found: list[Finding] = []
+        missing = [k for k in ("message", "url", "elicitationId") if not isinstance(params.get(k), str)]
+        if missing:
+            found += broke_call("elicitation-url-fields", call, f"a url-mode elicitation without "
+                                f"{', '.join(missing)}")
         caps = state.client.get("elicitation")
         if isinstance(caps, dict) and not isinstance(caps.get("url"), dict):
             found += broke_call("elicitation-mode-supported", call, "a url-mode elicitation to a client that declared "
@@ -414,6 +422,24 @@ def _sampling(call: Call, state: _Server, response: dict) -> list[Finding]:
         if message.get("role") == "assistant" and "tool_use" in kinds:
             pending = {item.get("id") for item in items if item.get("type") == "tool_use"}
     return found
+
+
+def _form(call: Call, params: dict) -> list[Finding]:
+    """A form-mode elicitation: its requestedSchema, and that schema flat (primitive properties only)."""
+    schema = params.get("requestedSchema")
+    if not isinstance(schema, dict):
+        return broke_call("elicitation-form-fields", call, "a form-mode elicitation without a requestedSchema object")
+    properties = schema.get("properties")
+    for name, prop in (properties.items() if isinstance(properties, dict) else ()):
+        if not isinstance(prop, dict):
+            continue
+        items = prop.get("items")
+        nested = prop.get("type") == "object" or "properties" in prop or (
+            prop.get("type") == "array" and not (isinstance(items, dict) and ("enum" in items or "anyOf" in items)))
+        if nested:  # (an array of enum values is 2025-11-25's multi-select: primitive)
+            return broke_call("elicitation-schema-flat", call, f"the requested property {name!r:.60} is not "
+                              f"primitive (a nested object or a free array)")
+    return []
 
 
 def _subscribe(call: Call, state: _Server, response: dict) -> list[Finding]:

@@ -15,7 +15,7 @@ from mcptape.model import STATELESS
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, error, notification, request, result
 
-from .test_requirements import SAMPLED, _server_asks, _uses, judged, stdio
+from .test_requirements import SAMPLED, URL_CAPABLE, _server_asks, _uses, judged, stdio
 
 C2S, S2C = records.C2S, records.S2C
 V = "2026-07-28"
@@ -109,6 +109,17 @@ def _answer(*items: dict) -> dict:
 
 def _tool_result(id_: str = "u1") -> dict:
     return {"type": "tool_result", "toolUseId": id_, "content": []}
+
+
+def _elicit(params: dict, client_capabilities=None) -> Callable[[], Conversation]:
+    return _server_asks(method="elicitation/create", params={"message": "?", **params}, answer={"action": "decline"},
+                        client_capabilities=client_capabilities)
+
+
+FLAT = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array",
+                                                                           "items": {"enum": ["a", "b"]}}}}
+NESTED = {"type": "object", "properties": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+SIGN_IN = {"mode": "url", "url": "https://example.com/sign-in", "elicitationId": "e-1"}
 
 
 # -- 2026-07-28 -------------------------------------------------------------------------------------------------
@@ -235,6 +246,10 @@ CASES: dict[str, tuple[Callable, Callable]] = {
                                    _sample([USE, _answer(_tool_result())])),
     "sampling-include-context": (_sample([], includeContext="thisServer"),
                                  _sample([], {"sampling": {"context": {}}}, includeContext="thisServer")),
+    "elicitation-form-fields": (_elicit({"mode": "form"}), _elicit({"mode": "form", "requestedSchema": FLAT})),
+    "elicitation-schema-flat": (_elicit({"requestedSchema": NESTED}), _elicit({"requestedSchema": FLAT})),
+    "elicitation-url-fields": (_elicit({"mode": "url", "url": "https://example.com/sign-in"}, URL_CAPABLE),
+                               _elicit(SIGN_IN, URL_CAPABLE)),
     "meta-required-fields": (_sent(_meta(ALL[0], ALL[2])), _sent(_meta(*ALL))),
     "meta-missing-rejected": (_sent(_meta(ALL[0], ALL[2])),
                               _sent(_meta(ALL[0], ALL[2]), {"code": -32602, "message": "Invalid params"}, status=400)),

@@ -84,6 +84,29 @@ REQUIREMENTS = [
         "elicitation/create in url mode to a client whose elicitation capability has no url (an empty capability "
         "is form mode)", ("m:elicitation/create",)),
     Requirement(
+        "elicitation-form-fields", _ELICIT, SERVER, since("2025-11-25", MUST),
+        quote("2025-11-25", "Client › Elicitation › Protocol Messages › Form Mode Elicitation Requests", "Form mode "
+              "elicitation requests MUST either specify mode: \"form\" or omit the mode field, and include these "
+              "additional parameters: … requestedSchema"),
+        "an elicitation/create in form mode (or without a mode) whose requestedSchema is not an object",
+        ("m:elicitation/create",)),
+    Requirement(
+        "elicitation-schema-flat", _ELICIT, SERVER, since("2025-06-18", MUST),
+        quote("2025-11-25", "Client › Elicitation › Protocol Messages › Form Mode Elicitation Requests › Requested "
+              "Schema", "To simplify client user experience, form mode elicitation schemas are limited to flat "
+              "objects with primitive properties only."),
+        "a form-mode requestedSchema with a property that is an object, has properties of its own, or is an array "
+        "other than 2025-11-25's multi-select (items with enum or anyOf); 2025-06-18 says it in other words (\"To "
+        "simplify implementation for clients, elicitation schemas are limited to flat objects with primitive "
+        "properties only\"); the sentence has no keyword, the schema's PrimitiveSchemaDefinition admits nothing "
+        "else", ("m:elicitation/create",)),
+    Requirement(
+        "elicitation-url-fields", _ELICIT, SERVER, since("2025-11-25", MUST),
+        quote("2025-11-25", "Client › Elicitation › Protocol Messages › URL Mode Elicitation Requests", "URL mode "
+              "elicitation requests MUST specify mode: \"url\", a message, and include these additional parameters: "
+              "… url … elicitationId"),
+        "a url-mode elicitation/create without a string message, url or elicitationId", ("elicitation-url",)),
+    Requirement(
         "elicitation-url-valid", _ELICIT, SERVER, since("2025-11-25", MUST),
         quote("2025-11-25", "Client › Elicitation › URL Mode Elicitation Requests", "The url parameter MUST contain "
               "a valid URL."),
