@@ -20,6 +20,7 @@ from .features import Features
 from .finding import SIDES, Finding, about_call, about_record, on_protocol_channel
 from .headers import StandardHeaders
 from .lifecycle import Lifecycle
+from .modern import Modern
 from .negotiation import Negotiation
 from .streamable import StreamableHttp
 
@@ -292,4 +293,4 @@ def _what_died(session: Session, dead: Transition, seq: int) -> str:
 
 def all_rules() -> list[Observer]:
     return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features(),
-            StandardHeaders(), Negotiation()]
+            StandardHeaders(), Negotiation(), Modern()]
