@@ -28,7 +28,7 @@ from ..redact import Redactor
 from ..tape import records
 from ..wire import http, sse
 from .http import HttpCapture, RecordSink, Scope
-from .mitm import content_of, end_reason, headers_of
+from .flows import content_of, end_reason, headers_of
 
 NO_EVENT_TIMES = "no per-event times: each SSE event has the time its response ended"
 
