@@ -92,7 +92,7 @@ class StdioRecorder:
             self._hand_over(_PIPES.index(pipe), time.time(), chunk)
 
     def _hand_over(self, what: int, t: float, data: bytes) -> None:
-        if self._tape is not None and not _write_all(self._tape, _FRAME.pack(what, t, len(data)) + data):
+        if self._tape is not None and not _write_all(self._tape, _FRAME.pack(what, t, len(data)), data):
             os.close(self._tape)
             self._tape = None  # the tape writer is gone (it said why): relaying goes on
 
@@ -320,25 +320,26 @@ class _TapeWriter:
             pending += data
             made: list[records.Record] = []
             at = 0
-            while len(pending) - at >= _FRAME.size:
-                what, t, size = _FRAME.unpack_from(pending, at)
-                end = at + _FRAME.size + size
-                if end > len(pending):
-                    break
-                item = bytes(pending[at + _FRAME.size:end])
-                at = end
-                if self.failure is None:
-                    try:
-                        if what == _RECORD:
-                            made.append(pickle.loads(item))
-                        else:
-                            self._cut(t, what, item, made)
-                    except Exception as e:
-                        self._stop(e)
+            with memoryview(pending) as view:
+                while len(view) - at >= _FRAME.size:
+                    what, t, size = _FRAME.unpack_from(view, at)
+                    end = at + _FRAME.size + size
+                    if end > len(view):
+                        break
+                    item = view[at + _FRAME.size:end].tobytes()
+                    at = end
+                    if self.failure is None:
+                        try:
+                            if what == _RECORD:
+                                made.append(pickle.loads(item))
+                            else:
+                                self._cut(t, what, item, made)
+                        except Exception as e:
+                            self._stop(e)
             del pending[:at]
             self._write(made)
-            if len(data) < _HANDOVER:
-                time.sleep(_GATHER)  # let frames gather: a wake-up per message would take a core from the relay
+            if len(data) < _CHUNK:
+                time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
 
     def _write(self, made: list[records.Record]) -> None:
         if self.failure is None and made:
@@ -417,15 +418,18 @@ def _read(fd: int, size: int = _CHUNK) -> bytes:
         return b""
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except OSError as e:
-            if e.errno in (errno.EPIPE, errno.EBADF, errno.EINVAL):
-                return False
-            raise
+def _write_all(fd: int, data: bytes, more: bytes = b"") -> bool:
+    """Write all of data (and then more, in the same system call while it fits); False when the reader is gone."""
+    try:
+        done = os.writev(fd, (data, more)) if more else os.write(fd, data)
+        if done < len(data) + len(more):  # a full pipe taking part, or a signal: the rest as it goes
+            view = memoryview(data + more)[done:]
+            while view:
+                view = view[os.write(fd, view):]
+    except OSError as e:
+        if e.errno in (errno.EPIPE, errno.EBADF, errno.EINVAL):
+            return False
+        raise
     return True
 
 
