@@ -121,7 +121,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--slices", type=int, default=4, help="interleaved slices of the clients' run per path")
+    p.add_argument("--slices", type=int, default=4, help="interleaved slices of the clients' run per path (each "
+                   "needs a few seconds: the clients' sessions start within it)")
     p.add_argument("--events", type=int, default=20_000)
     p.add_argument("--rate", type=float, default=2_000)
     add_flag(p)

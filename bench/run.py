@@ -189,7 +189,7 @@ def gauntlet_rows(f: dict) -> list[Row]:
 BENCHES = [
     Bench("record", "record_latency.py", [], ["--rounds", "3", "--calls", "20"], record_rows,
           "added latency of `mcptape record` vs bare mitmdump vs direct"),
-    Bench("load", "load.py", [], ["--seconds", "3", "--events", "2000", "--rate", "1000"], load_rows,
+    Bench("load", "load.py", [], ["--seconds", "3", "--slices", "1", "--events", "2000", "--rate", "1000"], load_rows,
           "50 SDK clients and one long SSE stream through the recorder vs bare mitmdump vs direct"),
     Bench("replay", "replay_speed.py", ["--cassette", "auto"],
           ["--cassette", "auto", "--calls", "300", "--rounds", "2"], replay_rows,
