@@ -25,6 +25,7 @@ import fcntl
 import functools
 import os
 import pickle
+import queue
 import signal
 import struct
 import subprocess
@@ -52,6 +53,7 @@ _RECORD = len(_PIPES)
 _HANDOVER = 1 << 20
 _NICE = 10  # the tape can wait; the relay cannot: on a busy machine the writer gets what the relay leaves
 _GATHER = 0.01  # seconds the tape writer lets frames gather between reads (fewer wake-ups, larger writes)
+_BACKLOG = 32  # reads of the hand-over (up to _HANDOVER bytes each) the tape writer may hold while it writes
 
 
 class StdioRecorder:
@@ -170,6 +172,10 @@ class StdioRecorder:
             pump.join(timeout=5)  # a grandchild may hold the pipes open; do not wait for it forever
         for timer in self._timers:
             timer.join()  # a delayed answer still goes out
+        if not pumps[1].is_alive():  # all the server said went on: the client sees its end now, not once it is taped
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
         name = signal.Signals(-returncode).name if returncode < 0 else None
         self.record(lambda t: records.stdio_exit(t, returncode if returncode >= 0 else None, name))
         self.record(lambda t: records.capture_stop(t, "server exited"))
@@ -315,8 +321,12 @@ class _TapeWriter:
         self.failure: str | None = None
 
     def run(self, fd: int) -> None:
+        """Write what comes until the hand-over ends. A thread of its own reads it ahead (up to _BACKLOG reads), so
+        the relay does not wait on a line being hashed or a slow disk until that much is behind."""
+        reads: queue.Queue[bytes] = queue.Queue(_BACKLOG)
+        threading.Thread(target=_read_ahead, args=(fd, reads), daemon=True).start()
         pending = bytearray()
-        while data := _read(fd, _HANDOVER):
+        while data := reads.get():
             pending += data
             made: list[records.Record] = []
             at = 0
@@ -338,8 +348,6 @@ class _TapeWriter:
                             self._stop(e)
             del pending[:at]
             self._write(made)
-            if len(data) < _CHUNK:
-                time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
 
     def _write(self, made: list[records.Record]) -> None:
         if self.failure is None and made:
@@ -370,6 +378,14 @@ class _TapeWriter:
         if self.failure is None:
             self.failure = f"{type(e).__name__}: {e}"
             _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
+
+
+def _read_ahead(fd: int, reads: queue.Queue) -> None:
+    while data := _read(fd, _HANDOVER):
+        reads.put(data)
+        if len(data) < _CHUNK:
+            time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
+    reads.put(b"")
 
 
 class StartError(Exception):
