@@ -182,7 +182,7 @@ class StdioRecorder:
         return returncode
 
     def _pump(self, src: int, dst: int, direction: str, at_eof: Callable[[], None] | None) -> None:
-        """Queue each chunk, forward it, then write what is queued (see the module's doc). With live edits, each
+        """Hand each chunk to the tape writer, then forward it (see the module's doc). With live edits, each
         request is planned before it goes on, so its answer finds the plan. A dead reader does not stop the
         recording."""
         planned = Bounded(self.limit) if self.editor is not None and direction == records.C2S else None
