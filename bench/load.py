@@ -1,6 +1,6 @@
 """The recorder under load, against bare mitmdump under the same load, measured in the same run.
 
-    .venv/bin/python bench/load.py [--clients 50] [--seconds 20] [--slices 4] [--events 20000] [--rate 2000]
+    .venv/bin/python bench/load.py [--clients 50] [--seconds 20] [--slices 2] [--events 20000] [--rate 2000]
 
 1. `--clients` official SDK clients at once, each in its own session, calling `add` and `countdown` (with progress)
    for `--seconds` directly, through bare `mitmdump --mode reverse:…` and through `mcptape record`, in interleaved
@@ -121,7 +121,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--slices", type=int, default=4, help="interleaved slices of the clients' run per path (each "
+    p.add_argument("--slices", type=int, default=2, help="interleaved slices of the clients' run per path (each "
                    "needs a few seconds: the clients' sessions start within it)")
     p.add_argument("--events", type=int, default=20_000)
     p.add_argument("--rate", type=float, default=2_000)
