@@ -79,11 +79,11 @@ def load_rows(f: dict) -> list[Row]:
         added = {n: f[f"{n}_{p}_ms"] - f[f"direct_{p}_ms"] for n in ("mcptape", "mitmdump")}
         # a ratio only means something when both proxies measurably added latency
         ratio = added["mcptape"] / added["mitmdump"] if min(added.values()) > 0 else None
-        goal = {"p50": {}, "p99": {"goal": "≤ 1.2×", "met": ratio is not None and ratio <= 1.2}}[p]
+        p99 = p == "p99"  # the goal is the tail's
         rows.append(Row(f"record under load ({f['clients']} SDK clients, {f['seconds']:g} s in {f.get('slices', 1)} "
                         f"interleaved slices): added latency {p}", f"{added['mcptape']:+.2f} ms",
                         f"mitmdump {added['mitmdump']:+.2f} ms (direct {p} {f[f'direct_{p}_ms']:.2f} ms)", ratio,
-                        **goal))
+                        "≤ 1.2×" if p99 else "—", (ratio is not None and ratio <= 1.2) if p99 else None))
     rows.append(Row("record under load: the tape against what each client saw",
                     f"{f['compared']:,} calls, {f['problems']} problems", goal="0 lost, duplicated or reordered",
                     met=f["problems"] == 0))
