@@ -296,8 +296,10 @@ class Sessions(Observer):
     def _response(self, seen: Seen) -> list[Finding]:
         ex, r = seen.exchange, seen.record
         status = r.get("status") or 0
-        if status < 400 and status != 202 and ex.method != "DELETE":
-            return []  # a request answered: what follows is about refusals, 202s and the end of sessions
+        if (status < 400 and status != 202 and ex.method != "DELETE"
+                and (seen.session is None or seen.session.life.dead is None)):
+            return []  # a request answered: what follows is about refusals, 202s, the end of sessions, and a
+            # session the tape shows gone (deleted, refused) that the server goes on serving
         found: list[Finding] = []
         session = seen.session
         request = ex.msg if isinstance(ex.msg, dict) else {}
@@ -389,9 +391,10 @@ def all_rules() -> list[Observer]:
     from .envelope import Envelope
     from .features import Features
     from .headers import StandardHeaders
+    from .legacy import LegacySse
     from .lifecycle import Lifecycle
     from .negotiation import Negotiation
     from .streamable import StreamableHttp
 
     return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features(),
-            StandardHeaders(), Negotiation()]
+            StandardHeaders(), Negotiation(), LegacySse()]

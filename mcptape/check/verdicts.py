@@ -25,7 +25,7 @@ from ..wire import jsonrpc
 from .requirements import REGISTRY, Requirement
 from .features import LISTS, content_items, list_of
 from .rules import Finding
-from .streamable import is_revision
+from .streamable import foreign_origin, is_revision
 
 
 class Verdict(str, Enum):
@@ -72,6 +72,8 @@ class Exercise(Observer):
                 facts.add("bad-version-header")
             if r.get("session"):
                 facts.add("session-id")
+            if ex is not None and foreign_origin(ex.headers) is not None:
+                facts.add("foreign-origin")
             if ex is not None and ex.method == "POST" and ex.msg is not None:
                 kinds = {jsonrpc.kind(m) for m in jsonrpc.messages(ex.msg)}
                 facts.add("post-request" if "request" in kinds else "post-notification")
@@ -86,6 +88,8 @@ class Exercise(Observer):
         elif kind == records.SSE_EVENT:
             if r.get("id"):
                 facts.add("sse-event-id")
+            if r.get("event") == "endpoint":
+                facts.add("legacy-channel")
         elif kind == records.STDIO_EOF:
             facts.add("stdio-eof")
         msg = r.get("msg")
