@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from ..model import Model, Observer, Seen, Session
 from ..tape import records
 from ..wire import http
-from .rules import Finding, broke
+from .finding import Finding, broke
 from .streamable import call_named
 
 # RFC 3986's characters: a URI reference holds nothing else (no space, no control, no quote or brace)
