@@ -71,7 +71,10 @@ class Calls(Observer):
             return
         ended = self._ended(call)
         if ended:
-            yield about_call("unanswered-request", "error", call,
+            # A server's request is judged only when the client leaves (closes stdin or the channel): the spec lets a
+            # client shut down at any time and says nothing of draining what the server asked, so a warning. A
+            # client's request the server let die with its process, stream or session is the hang: an error.
+            yield about_call("unanswered-request", "warning" if call.dir == records.S2C else "error", call,
                              f"the {receiver} never answered this request, although {ended}",
                              spec.STDIO_RESPONSE if call.session.transport == STDIO else spec.RESPONSE)
         else:
