@@ -11,13 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, jsonrpc, sse
 from .bounded import Bounded, body_limit
+
+if TYPE_CHECKING:  # a replay without --log imports this module, and needs no redactor
+    from ..redact.redactor import Redactor
 
 Body = bytes | Bounded  # a body whole, or as a streamed one was kept (a large one cut: capture/bounded.py)
 
