@@ -229,13 +229,17 @@ class HttpCapture:
 
 
 class _Redacting:
-    """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place."""
+    """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place.
+    Headers and query parameters are the exception: the capture redacts them itself, as it reads the session from
+    them, so they are not read a second time (a third of the redactor's work per exchange)."""
+
+    _DONE = frozenset({"headers", "query"})
 
     def __init__(self, sink: RecordSink, redactor: Redactor) -> None:
         self.sink, self.redactor = sink, redactor
 
     def write(self, record: records.Record) -> None:
-        self.sink.write(self.redactor.record(record))
+        self.sink.write(self.redactor.record(record, self._DONE))
 
 
 @dataclass(frozen=True)
