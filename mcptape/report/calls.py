@@ -97,7 +97,7 @@ def _where(call: dict) -> tuple:
 
 
 class _Stats:
-    __slots__ = ("count", "outcomes", "durations")
+    __slots__ = ("count", "durations", "outcomes")
 
     def __init__(self) -> None:
         self.count = 0
