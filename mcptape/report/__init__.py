@@ -4,7 +4,6 @@ the page report lives here, the findings' own formats (text, JSON, SARIF) in che
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 from .data import build
@@ -42,19 +41,23 @@ def _page(report: dict, fmt: str) -> str:
 
 
 def _json(report: dict) -> Iterator[str]:
+    """What json_form.dumps(report, indent=1) writes, a top-level item at a time: a list (every call from the
+    spool, the findings, the sessions) an element at a time, never the whole text of a long report at once."""
     from ..tape.json_form import dumps
 
-    calls = report["calls"]
-    every = calls.every() if hasattr(calls, "every") else calls
-    marker = f"calls-{uuid.uuid4()}"  # unguessable: no string from a tape is it
-    before, _, after = dumps({**report, "calls": marker}, indent=1).partition(f'"{marker}"')
-    yield before
-    first = True
-    for call in every:  # as json.dumps(indent=1) writes a list at depth 1: each item two spaces in
-        yield ("[\n  " if first else ",\n  ") + dumps(call, indent=1).replace("\n", "\n  ")
-        first = False
-    yield "[]" if first else "\n ]"
-    yield after + "\n"
+    yield "{"
+    for n, (key, value) in enumerate(report.items()):
+        yield ("\n " if n == 0 else ",\n ") + dumps(key) + ": "
+        items = value.every() if hasattr(value, "every") else value  # the calls: every one, from the spool
+        if not isinstance(value, list):
+            yield dumps(value, indent=1).replace("\n", "\n ")
+            continue
+        first = True
+        for item in items:  # a list at depth 1: each element two spaces in
+            yield ("[\n  " if first else ",\n  ") + dumps(item, indent=1).replace("\n", "\n  ")
+            first = False
+        yield "[]" if first else "\n ]"
+    yield "\n}\n" if report else "}\n"
 
 
 __all__ = ["FORMATS", "build", "render"]
