@@ -21,7 +21,17 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from typing import IO
+
+
+class WriteMode(StrEnum):
+    """What to do with an output file that exists: refuse it (new), add to it (append; a tape), replace it
+    (force)."""
+
+    NEW = "new"
+    APPEND = "append"
+    FORCE = "force"
 
 
 class OutputError(Exception):
