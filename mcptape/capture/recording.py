@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,25 @@ class ProxyKind(StrEnum):
 
     REVERSE = "reverse"
     REGULAR = "regular"
+
+
+@dataclass(frozen=True)
+class Ready:
+    """What an HTTP recorder announces once it listens (`mcptape record --ready-fd N`): one JSON line, for the
+    programs that started it; the lines it prints for people may change wording at any time."""
+
+    url: str  # where clients go: reverse mode, the upstream's path on our address; regular mode, the proxy
+    mode: ProxyKind
+    listen: str  # http://HOST:PORT the recorder bound
+    tape: str
+
+    def to_json(self) -> dict:
+        return {"url": self.url, "mode": str(self.mode), "listen": self.listen, "tape": self.tape}
+
+    @classmethod
+    def from_json(cls, line: str) -> Ready:
+        data = json.loads(line)
+        return cls(data["url"], ProxyKind(data["mode"]), data["listen"], data["tape"])
 
 
 class RecordingError(Exception):
@@ -59,10 +79,10 @@ def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | 
     return [*argv, "--upstream", upstream, "--listen", "127.0.0.1:0", *ready]
 
 
-def start(argv: list[str], **popen) -> tuple[subprocess.Popen, dict | None]:
+def start(argv: list[str], **popen) -> tuple[subprocess.Popen, Ready | None]:
     """Start an HTTP recorder (`argv` from record_argv without ready_fd) and wait until it listens. Returns the
-    process and what it announced on its ready descriptor (`url`, `listen`, `mode`, `tape`), or None when it
-    exited first (then its stderr says why). The address is read from that machine-readable line, never from the
+    process and what it announced on its ready descriptor, or None when it exited first (then its stderr says
+    why). The address is read from that machine-readable line, never from the
     sentences the recorder prints for people."""
     read, write = os.pipe()
     try:
@@ -71,7 +91,7 @@ def start(argv: list[str], **popen) -> tuple[subprocess.Popen, dict | None]:
         os.close(write)  # the child holds the only write end: EOF here means it exited before listening
     with os.fdopen(read, encoding="utf-8") as channel:
         line = channel.readline()
-    return proc, (json.loads(line) if line else None)
+    return proc, (Ready.from_json(line) if line else None)
 
 
 @contextmanager
@@ -105,7 +125,7 @@ def recording(tape: str, *, upstream: str | None = None, command: list[str] | No
         proc.wait()
         raise RecordingError(_last_line(proc.stderr.read()) or f"mcptape record exited with {proc.returncode}")
     try:
-        yield ready["url"]
+        yield ready.url
     finally:
         proc.send_signal(signal.SIGINT)  # stops as Ctrl-C does: open exchanges are recorded as proxy-stopped
         try:

@@ -11,7 +11,7 @@ import time
 
 import click
 
-from ..capture.recording import ProxyKind
+from ..capture.recording import ProxyKind, Ready
 from ..output import WriteMode
 from .app import Failure, colour_option, main, use_colour
 from .options import (
@@ -205,12 +205,12 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
 
     def ready(addrs: list[tuple[str, int]]) -> None:
         bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
+        announced = Ready(f"{bound}{path or '/'}" if mode is ProxyKind.REVERSE else bound, mode, bound, output)
         if ready_fd is not None:
-            _announce(ready_fd, {"url": f"{bound}{path or '/'}" if mode is ProxyKind.REVERSE else bound, "mode": mode,
-                                 "listen": bound, "tape": output})
+            _announce(ready_fd, announced)
         if mode is ProxyKind.REVERSE:
             click.echo(f"mcptape: recording {upstream} into {output}")
-            click.echo(f"mcptape: point your MCP client at {bound}{path or '/'}")
+            click.echo(f"mcptape: point your MCP client at {announced.url}")
         else:
             ca = os.path.join(os.path.expanduser("~/.mitmproxy"), "mitmproxy-ca-cert.pem")
             click.echo(f"mcptape: recording MCP traffic into {output} through the HTTP proxy at {bound}")
@@ -239,12 +239,12 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     warn_unfired(recorder.editor)
 
 
-def _announce(fd: int, ready: dict) -> None:
+def _announce(fd: int, ready: Ready) -> None:
     """One JSON line on a descriptor the parent passed, then closed: its reader sees the line, or EOF when the
     recorder failed before listening."""
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as channel:
-            channel.write(json.dumps(ready) + "\n")
+            channel.write(json.dumps(ready.to_json()) + "\n")
     except OSError as e:
         raise Failure(f"--ready-fd {fd}: {e.strerror or e}: pass a descriptor open for writing") from None
 

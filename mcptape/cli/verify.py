@@ -57,11 +57,7 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
     for note in result.notes:
         click.echo(f"mcptape: warning: {safe(note)}", err=True)
     if fmt == "json":
-        click.echo(safe_json(json_form.dumps({"differences": [d.to_json() for d in result.differences],
-                                              "missed": result.missed, "log": result.log, "updated": result.updated,
-                                              "summary": {"calls": result.calls,
-                                                          "differences": len(result.differences),
-                                                          "missed": len(result.missed)}}, indent=1)))
+        click.echo(safe_json(json_form.dumps(result.to_json(), indent=1)))
     else:
         for line in result.missed:
             click.echo(safe(line))
