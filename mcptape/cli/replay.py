@@ -8,6 +8,7 @@ import time
 
 import click
 
+from ..output import WriteMode
 from .app import Failure, main
 from .options import LISTEN, PACE, POINTER, check_free, edit_options, guard_options, make_editor, warn_unfired
 from .printing import warn_truncated
@@ -55,7 +56,7 @@ def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, al
         from ..output import Output
 
         Output(log, force)  # refused before serving, as every output file is (output.py)
-    log_mode = "force" if force else "new"
+    log_mode = WriteMode.FORCE if force else WriteMode.NEW
     if stdio:
         from .. import TOOL
         from ..replay import stdio as stdio_replay
