@@ -82,8 +82,8 @@ def record_argv(tape: str, *, upstream: str | None = None, command: list[str] | 
 def start(argv: list[str], **popen) -> tuple[subprocess.Popen, Ready | None]:
     """Start an HTTP recorder (`argv` from record_argv without ready_fd) and wait until it listens. Returns the
     process and what it announced on its ready descriptor, or None when it exited first (then its stderr says
-    why). The address is read from that machine-readable line, never from the
-    sentences the recorder prints for people."""
+    why). The address is read from that machine-readable line, never from the sentences the recorder prints for
+    people."""
     read, write = os.pipe()
     try:
         proc = subprocess.Popen([*argv, "--ready-fd", str(write)], pass_fds=(write,), **popen)

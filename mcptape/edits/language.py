@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+
 # action -> the keys it takes besides at= and times=
 ACTIONS: dict[str, tuple[str, ...]] = {
     "expire-session": ("status", "body"),
@@ -70,7 +71,8 @@ class EditError(ValueError):
     """A wrong edit: the message names the bad part and the valid choices."""
 
 
-_SELECTOR_KINDS = ("post", "method", "id", "after", "session")
+# a selector's kind and what its value is, as JSON holds it (to_json, from_json)
+_SELECTOR_KINDS = {"post": int, "method": list, "id": str, "after": (int, float), "session": int}
 
 
 @dataclass(frozen=True)
@@ -109,13 +111,15 @@ class Edit:
         try:
             text, action, (kind, value), times, options = (data["text"], data["action"], data["at"],
                                                            data["times"], dict(data["options"]))
-            if not isinstance(text, str) or action not in ACTIONS or kind not in _SELECTOR_KINDS:
+            if not isinstance(text, str) or action not in ACTIONS or not isinstance(value, _SELECTOR_KINDS[kind]):
                 raise ValueError
             if kind == "method":
                 value = (str(value[0]), int(value[1]))
             if "headers" in options:
                 options["headers"] = [(str(name), str(header)) for name, header in options["headers"]]
             if not (times is None or isinstance(times, int)) or not set(options) <= {*ACTIONS[action], "headers"}:
+                raise ValueError
+            if not all(isinstance(v, (str, int, float)) for k, v in options.items() if k != "headers"):
                 raise ValueError
         except (KeyError, TypeError, ValueError):
             raise EditError(f"--edits-json: {str(data)[:80]!r} is not an edit as mcptape writes one") from None

@@ -71,7 +71,10 @@ def test_an_edit_crosses_as_json_and_comes_back_whole_without_a_parse(parses):
 @pytest.mark.parametrize("bad", ["", "{}", "[1]", '[{"text": "x"}]', "not json",
                                  '[{"text": "x", "action": "teleport", "at": ["post", 1], "times": 1, "options": {}}]',
                                  '[{"text": "x", "action": "drop", "at": ["post", 1], "times": 1, '
-                                 '"options": {"code": 1}}]'])
+                                 '"options": {"code": 1}}]',
+                                 '[{"text": "x", "action": "drop", "at": ["post", [1]], "times": 1, "options": {}}]',
+                                 '[{"text": "x", "action": "delay", "at": ["id", "7"], "times": 1, '
+                                 '"options": {"seconds": {"a": 1}}}]'])
 def test_json_that_is_no_edit_of_mcptapes_is_refused_in_one_line(bad):
     with pytest.raises(EditError, match="--edits-json"):
         language.loads(bad)
