@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -69,6 +68,8 @@ class Output:
 
     def open(self) -> int:
         """A file descriptor to write to: the device or FIFO itself, else a temporary file beside the target."""
+        import tempfile  # here: every command imports this module's names (WriteMode) at start
+
         try:
             if self.in_place:
                 return os.open(self.real, os.O_WRONLY)

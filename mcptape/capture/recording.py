@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING
 from ..output import WriteMode
 
 if TYPE_CHECKING:
+    import subprocess
+
     from ..edits import Edit
 
 
@@ -84,6 +85,8 @@ def start(argv: list[str], **popen) -> tuple[subprocess.Popen, Ready | None]:
     process and what it announced on its ready descriptor, or None when it exited first (then its stderr says
     why). The address is read from that machine-readable line, never from the sentences the recorder prints for
     people."""
+    import subprocess  # here, not at the top: `mcptape check` imports this module's names (ProxyKind) at start
+
     read, write = os.pipe()
     try:
         proc = subprocess.Popen([*argv, "--ready-fd", str(write)], pass_fds=(write,), **popen)
@@ -118,6 +121,8 @@ def recording(tape: str, *, upstream: str | None = None, command: list[str] | No
     if command is not None:
         yield record_argv(tape, command=list(command), edits=edits, write_mode=WriteMode.APPEND)
         return
+    import subprocess
+
     proc, ready = start(record_argv(tape, upstream=upstream, edits=edits, allow_hosts=allow_hosts,
                                     allow_origins=allow_origins), stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
