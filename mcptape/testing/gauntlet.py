@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from ..gauntlet import DEFAULT_TIMEOUT
-from ..gauntlet.faults import Fault, not_applicable, pick
+from ..gauntlet.faults import Fault, not_applicable, pick, placed
+from ..gauntlet.negotiation import probed
 from ..gauntlet.runner import CLEAN, HUNG, Run, baseline, classify, recorded_requests
 
 OPTIONS = ("faults", "at", "timeout")
@@ -48,7 +49,9 @@ def cells(definition, mark: pytest.Mark) -> list[Cell]:
         except (OSError, ValueError) as e:
             raise MarkerError(f"mcptape_gauntlet: no at= given and the tape cannot be read for positions: {e}")
     try:  # a bad selector is refused in the edit language's words
-        return [Cell(f, a, timeout, f.text(a, timeout), parse(f.text(a, timeout))) for f in faults for a in at]
+        for selector in at:  # (a negotiation fault runs once, at the probe: its cell may not use them)
+            parse(f"drop at={selector}")
+        return [Cell(f, a, timeout, f.text(a, timeout), parse(f.text(a, timeout))) for f, a in placed(faults, at)]
     except EditError as e:
         raise MarkerError(str(e)) from None
 
@@ -85,6 +88,6 @@ def skip_if_not_applicable(cell: Cell, tape) -> None:
     # over HTTP: a test that then takes mcptape.command gets the one-line refusal of an HTTP-only edit on stdio
     event_ids = any("id" in e for a in replayer.recording.answers for e in a.events)
     why = not_applicable(cell.fault, session_era=replayer.session_era, legacy=replayer.legacy, stdio=False,
-                         event_ids=event_ids)
+                         event_ids=event_ids, probed=probed(replayer.recording))
     if why:
         pytest.skip(f"mcptape_gauntlet: {cell.fault.name} does not apply: {why}")
