@@ -267,7 +267,7 @@ def test_in_process_the_recorder_takes_the_parsed_editor_and_redactor_as_objects
     """`mcptape record` hands the addon its Editor and Redactor (as mitmproxy's Dumper takes its outfile): no
     option string is parsed again; the mcptape_edit and redaction options are for `mitmdump -s` only."""
     from mcptape.edits import Editor, language
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
 
     editor = Editor([language.parse("status code=503 at=post:1")])
     redactor = Redactor(["x-team"], keep_paths=["/params/clientInfo/name"])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..check import check
-from ..check.rules import Finding
+from ..check.finding import Finding
 from ..tape import records
 from ..tape.file import Reader, TapeError
 from ..wire import http
