@@ -1,5 +1,7 @@
-"""Options several commands share, and the values they parse into: edits, redaction, Host and Origin checks,
-listen addresses, upstream URLs."""
+"""Options several commands share, and the click types that parse a value once, where the option is read: listen
+addresses, upstream URLs, edits (text, a file, or JSON from another process of mcptape's), JSON pointers, --pace,
+--secret, the gauntlet's lists; the command gets the object. Also the edits, redaction, Host and Origin checks
+built from them."""
 
 from __future__ import annotations
 

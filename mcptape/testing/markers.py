@@ -113,12 +113,10 @@ def _spec(item: pytest.Item, name: Any, options: dict) -> Spec:
         edits = tuple(parse(text) for text in _strings(options, "edits"))
     except EditError as e:
         raise MarkerError(str(e)) from None
-    ignore = _strings(options, "ignore")
-    for text in ignore:
-        try:
-            pointer.parse(text)
-        except ValueError as e:
-            raise MarkerError(str(e).replace("--ignore", "ignore=")) from None
+    try:  # parsed once here, as the edits are: the replay reads their steps
+        ignore = tuple(pointer.Pointer(text, "ignore=") for text in _strings(options, "ignore"))
+    except ValueError as e:
+        raise MarkerError(str(e)) from None
     mode = options.get("mode")
     if mode is not None:
         try:
