@@ -145,8 +145,7 @@ def start_recording(upstream: str | None, tape: Path, *args: str, wrap: tuple[st
     proc, ready = start([*wrap, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if ready is None:
         raise RuntimeError(f"mcptape record exited early: {proc.communicate(timeout=30)[1]}")
-    url = ready["url"]
-    return Recording(proc, url, tape)
+    return Recording(proc, ready.url, tape)
 
 
 @pytest.fixture
@@ -173,6 +172,14 @@ def write_tape(path, items: list[dict]) -> str:
         for record in items:
             writer.write(record)
     return str(path)
+
+
+def loud_findings(tape) -> list[tuple[str, str]]:
+    """What `check` says of a tape at warning or above, as (rule, message): of a real peer's correct conversation,
+    nothing (issue 33: no false alarms on real peers)."""
+    from mcptape.check import check
+
+    return [(f.rule, f.message) for f in check([str(tape)]) if f.severity in ("error", "warning")]
 
 
 def run_mcptape(*args: str, **kwargs) -> subprocess.CompletedProcess:

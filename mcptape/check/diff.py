@@ -3,7 +3,7 @@
 Calls are aligned by (session order, direction, method, ordinal): the 3rd `tools/call` the client sent in the
 2nd session of A meets the 3rd one in the 2nd session of B. What always differs between two runs (JSON-RPC ids,
 session ids, progress tokens, timestamps) is never compared, nor a redacted value against what stands in its place
-(redact.blend); `--ignore POINTER` drops more. Pairs are compared for equality first; deepdiff (imported only
+(blend.py); `--ignore POINTER` drops more. Pairs are compared for equality first; deepdiff (imported only
 then) explains the pairs that differ.
 """
 
@@ -16,10 +16,12 @@ from typing import Any
 
 from ..facts import Outcome
 from ..model import Call, Model, Observer, collector_paused
-from ..redact import blend
+from ..blend import blend
 from ..wire import jsonrpc, pointer
-from ..tape.file import Reader, decode_payload, pack
-from .rules import Finding, all_rules
+from ..tape.codec import decode_payload, pack
+from ..tape.file import Reader
+from .finding import Finding
+from .rules import all_rules
 
 Key = tuple[int, str, str, int]  # (session order, dir, method, ordinal)
 
@@ -34,6 +36,15 @@ class Difference:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "call": self.call, "path": self.path, "a": self.a, "b": self.b}
+
+
+def to_json(differences: list[Difference]) -> dict:
+    """`mcptape diff --format json`'s document: the differences, and how many of each kind."""
+    kinds: dict[str, int] = {}
+    for d in differences:
+        kinds[d.kind] = kinds.get(d.kind, 0) + 1
+    return {"differences": [d.to_json() for d in differences],
+            "summary": {"differences": len(differences), "kinds": kinds}}
 
 
 @dataclass(slots=True)

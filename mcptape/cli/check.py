@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .app import Failure, colour_option, exit_with, main, use_colour
+from .options import POINTER
 from .printing import print_differences, tape_paths, write_output
 
 
@@ -39,7 +40,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
       mcptape check *.mcptape --write-baseline base.json && mcptape check *.mcptape --baseline base.json
       mcptape check run.mcptape --require-redacted     # before attaching it to a bug report
     """
-    from ..check import at_or_above, config, report, run
+    from ..check import at_or_above, config, formatting, run
     from ..check import baseline as baselines
     from ..terminal import safe, safe_json
 
@@ -63,12 +64,12 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
 
         failing = tuple(v.value for v, severity in ((Verdict.FAIL, "error"), (Verdict.WARN, "warning"))
                         if at_or_above(severity, fail_on))
-        click.echo(report.junit(outcome.rows, outcome.failing, failing), nl=False)
+        click.echo(formatting.junit(outcome.rows, outcome.failing, failing), nl=False)
     elif fmt == "text":
         from ..show import ERROR, WARNING, paint
 
         colour = use_colour(colour)
-        lines = report.text(findings, list(tapes))
+        lines = formatting.text(findings, list(tapes))
         if outcome.rows is not None:  # the findings, then the table
             from itertools import chain
 
@@ -84,7 +85,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
     else:
         from ..tape import json_form
 
-        doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        doc = formatting.as_json(findings, list(tapes)) if fmt == "json" else formatting.sarif(findings, list(tapes))
         if fmt == "json" and outcome.rows is not None:
             from ..check import verdicts
 
@@ -104,7 +105,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
 
 
 def _unredacted(tape: str):
-    from ..redact import unredacted
+    from ..redact.tapes import unredacted
     from ..tape.file import Reader
 
     reader = Reader(tape)
@@ -124,7 +125,7 @@ def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> st
 @click.argument("tape_a", type=click.Path(dir_okay=False))
 @click.argument("tape_b", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--ignore", multiple=True, metavar="POINTER",
+@click.option("--ignore", multiple=True, metavar="POINTER", type=POINTER,
               help="Also ignore this part of every message (JSON pointer, e.g. /result/content/0/text).")
 def diff_(tape_a, tape_b, fmt, ignore):
     """Compare two tapes in protocol terms: calls answered in one only, changed results, errors and statuses,
@@ -135,7 +136,7 @@ def diff_(tape_a, tape_b, fmt, ignore):
       mcptape diff before.mcptape after.mcptape
       mcptape diff a.mcptape b.mcptape --ignore /result/structuredContent/now --format json
     """
-    from ..check.diff import diff
+    from ..check.diff import diff, to_json
     from ..tape import json_form
     from ..tape.file import Reader
     from ..terminal import safe_json
@@ -147,13 +148,8 @@ def diff_(tape_a, tape_b, fmt, ignore):
     except ValueError as e:
         raise Failure(str(e)) from None
     code = exit_with(1 if differences else 0)
-    counts: dict[str, int] = {}
-    for d in differences:
-        counts[d.kind] = counts.get(d.kind, 0) + 1
     if fmt == "json":
-        click.echo(safe_json(json_form.dumps({"differences": [d.to_json() for d in differences],
-                                              "summary": {"differences": len(differences), "kinds": counts}},
-                                             indent=1)))
+        click.echo(safe_json(json_form.dumps(to_json(differences), indent=1)))
     else:
         print_differences(differences)
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")

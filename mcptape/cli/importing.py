@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 import click
 
+from ..output import WriteMode
 from .app import Failure, main
 from .options import make_redactor, redact_options
 
@@ -97,7 +98,7 @@ def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -
 
     count = 0
     try:
-        with Writer(output, header, "force" if force else "new", whole=True) as writer:
+        with Writer(output, header, WriteMode.FORCE if force else WriteMode.NEW, whole=True) as writer:
             for item in items:
                 writer.write(item)
                 count += 1
@@ -109,8 +110,8 @@ def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -
 def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
     """A flow file's bytes or a HAR document, through the recorder's capture, into a tape."""
     from .. import TOOL
-    from ..capture import imported
-    from ..redact import Redactor
+    from ..formats import imported
+    from ..redact.redactor import Redactor
     from ..tape import records
     from ..terminal import safe
 
@@ -155,7 +156,7 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
       mcptape check shared.mcptape --require-redacted
     """
     from ..output import Output
-    from ..redact import redacted_tape
+    from ..redact.tapes import redacted_tape
     from ..tape.file import Reader
 
     if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):

@@ -32,6 +32,8 @@ class Replay:
 
 def pace_function(spec: str):
     """--pace fast | recorded | xN (N times faster than recorded)."""
+    if not isinstance(spec, str):  # made at the option already (cli.options.PACE): the function, or None for fast
+        return spec
     if spec == "fast":
         return None
     if spec == "recorded":
@@ -58,7 +60,7 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
     from ..guard import Guard
-    from ..redact import Redactor
+    from ..redact.redactor import Redactor
     from ..tape import records
     from ..tape.file import Writer
     from .http import HttpReplay

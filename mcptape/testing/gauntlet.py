@@ -5,12 +5,14 @@ run of the test's client here: its baseline is the tape's own findings (what the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from ..gauntlet import DEFAULT_TIMEOUT
-from ..gauntlet.faults import Fault, not_applicable, pick
+from ..gauntlet.faults import Fault, not_applicable, pick, placed
+from ..gauntlet.negotiation import probed
 from ..gauntlet.runner import CLEAN, HUNG, Run, baseline, classify, recorded_requests
 
 OPTIONS = ("faults", "at", "timeout")
@@ -21,17 +23,15 @@ class Cell:
     fault: Fault
     at: str
     timeout: float
-
-    @property
-    def edit(self) -> str:
-        return self.fault.text(self.at, self.timeout)
+    edit: str  # the fault at its position, in the edit language
+    parsed: Any  # that edit parsed, once (mcptape.edits.Edit): the test's first tape carries it
 
 
 def cells(definition, mark: pytest.Mark) -> list[Cell]:
     """The runs the marker asks for: each fault (default all) at each position (default each request after the
     handshake, read from the test's tape)."""
     from ..edits import EditError, parse
-    from .tapes import MarkerError, specs
+    from .markers import MarkerError, specs
 
     unknown = sorted(set(mark.kwargs) - set(OPTIONS))
     if unknown or mark.args:
@@ -48,18 +48,12 @@ def cells(definition, mark: pytest.Mark) -> list[Cell]:
             at = positions(load(tape))
         except (OSError, ValueError) as e:
             raise MarkerError(f"mcptape_gauntlet: no at= given and the tape cannot be read for positions: {e}")
-    try:
-        for selector in at:
+    try:  # a bad selector is refused in the edit language's words
+        for selector in at:  # (a negotiation fault runs once, at the probe: its cell may not use them)
             parse(f"drop at={selector}")
+        return [Cell(f, a, timeout, f.text(a, timeout), parse(f.text(a, timeout))) for f, a in placed(faults, at)]
     except EditError as e:
         raise MarkerError(str(e)) from None
-    return [Cell(f, a, timeout) for f in faults for a in at]
-
-
-def with_edit(spec, cell: Cell):
-    from ..edits import parse
-
-    return replace(spec, edits=(*spec.edits, parse(cell.edit)))
 
 
 class GauntletRun:
@@ -94,6 +88,6 @@ def skip_if_not_applicable(cell: Cell, tape) -> None:
     # over HTTP: a test that then takes mcptape.command gets the one-line refusal of an HTTP-only edit on stdio
     event_ids = any("id" in e for a in replayer.recording.answers for e in a.events)
     why = not_applicable(cell.fault, session_era=replayer.session_era, legacy=replayer.legacy, stdio=False,
-                         event_ids=event_ids)
+                         event_ids=event_ids, probed=probed(replayer.recording))
     if why:
         pytest.skip(f"mcptape_gauntlet: {cell.fault.name} does not apply: {why}")

@@ -1,15 +1,30 @@
-"""JSON pointers (RFC 6901), as `--ignore`, `--keep-path` and `--redact-path` take them: parse one, and drop what it
-names from a value."""
+"""JSON pointers (RFC 6901), as `--ignore`, `--keep-path` and `--redact-path` take them: parse one, write one, and
+drop what it names from a value."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Self
 
 _DEEPDIFF_STEP = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]")
 
 
+class Pointer(str):
+    """A JSON pointer parsed once (at the option that gave it): its text, for whatever prints or stores it, and its
+    steps, which `parse` hands back without reading the text again."""
+
+    steps: tuple[str, ...]
+
+    def __new__(cls, text: str, option: str = "--ignore") -> Self:
+        pointer = super().__new__(cls, text)
+        pointer.steps = tuple(parse(text, option))
+        return pointer
+
+
 def parse(text: str, option: str = "--ignore") -> list[str]:
+    if isinstance(text, Pointer):
+        return list(text.steps)
     if not text.startswith("/"):
         raise ValueError(f"{option} {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
     return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
@@ -38,5 +53,9 @@ def without(value: Any, pointer: list[str]) -> Any:
 def from_deepdiff(path: str) -> str:
     """deepdiff's `root['params']['arguments'][0]` as the JSON pointer `/params/arguments/0`: what --ignore takes,
     so a difference can be pasted back."""
-    return "".join("/" + (a or b or c).replace("~", "~0").replace("/", "~1")
-                   for a, b, c in _DEEPDIFF_STEP.findall(path))
+    return encode(a or b or c for a, b, c in _DEEPDIFF_STEP.findall(path))
+
+
+def encode(steps: Iterable) -> str:
+    """A path of keys and indexes as a JSON pointer: `["params", "a/b", 0]` -> `/params/a~1b/0`."""
+    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in steps)

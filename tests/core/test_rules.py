@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mcptape.check.rules import BLAMES
+from mcptape.check.finding import BLAMES
 from mcptape.model import STATELESS, STDIO
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, Event, notification, request, result
@@ -540,3 +540,12 @@ def test_every_rule_has_a_firing_and_a_silent_conversation():
     assert PUBLIC <= set(BLAMES) | {"dead-id-reuse"}  # every public id is still judged
     assert set(FIRES) == PUBLIC
     assert set(SILENT) == PUBLIC
+
+
+def test_a_request_left_pending_by_a_client_that_shut_down_is_a_warning_and_a_server_hang_an_error():
+    client_left = _client_never_answers_a_server_request_before_closing_stdin()[0].findings()
+    server_died = _server_exits_with_a_request_in_flight()[0].findings()
+    assert [(f.rule, f.severity) for f in client_left if f.rule == "unanswered-request"] == [
+        ("unanswered-request", "warning")]
+    assert [(f.rule, f.severity) for f in server_died if f.rule == "unanswered-request"] == [
+        ("unanswered-request", "error")]
