@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 from mcptape.gauntlet.faults import BY_NAME
-from mcptape.gauntlet.runner import CLEAN, Run, baseline, classify
+from mcptape.gauntlet.judging import baseline, classify
+from mcptape.gauntlet.verdicts import CLEAN, Run
 from mcptape.testing.builder import Conversation
 
 RECORDED = Counter({"tools/list": 1, "tools/call": 1})
