@@ -8,8 +8,9 @@ Library use (a regression test from a real session):
 
 The client's messages go out in recorded order, each once the server messages it followed in the tape have come
 back (script.py); the new conversation is written as a tape (drive.py, over_http.py, over_stdio.py) and compared
-with the old one by the engine of `mcptape diff`, so the differences read the same. A redacted tape needs its secrets back (`secrets`, pointer ->
-value); redacted values in the server's answers compare equal to anything (check/diff.py).
+with the old one by the engine of `mcptape diff`, so the differences read the same. A redacted tape needs its
+secrets back (`secrets`, pointer -> value); redacted values in the server's answers compare equal to anything
+(check/diff.py).
 """
 
 from __future__ import annotations
