@@ -23,6 +23,7 @@ from ..tape.file import Reader, TapeError
 from ..wire import http
 from . import faults as catalogue
 from .faults import Fault
+from .negotiation import after_fallback, fallback_missing
 from .verdicts import ERROR, FAILED, HUNG, NOT_REACHED, RECOVERED, SURFACED, Baseline, Run, last_line
 
 MISS_PREFIX = "mcptape: no recorded answer"  # replay/serve.py's miss error: the client left the recorded path
@@ -145,6 +146,7 @@ def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | Non
         _note_misses(run)
         return
     expected = recorded if clean is None else Counter({m: min(n, clean.asked[m]) for m, n in recorded.items()})
+    expected = after_fallback(expected) if run.fault.probe else expected
     missing = _left_out(expected, messages)
     new_misses = [m for m in run.misses if clean is None or m not in clean.run.misses]  # the clean run's are its own
     if evidence is None and run.exit == 0 and not missing and not new_misses:
@@ -249,6 +251,8 @@ def _evidence(fault: Fault, edit: Seen, log: Log, messages: list[tuple[Seen, dic
               stateless: bool = False) -> tuple[str | None, str | None]:
     """(what a recovered client would have done and this one did not, or None; a protocol fault in the recovery,
     or None) after the edit fired."""
+    if fault.expects == catalogue.FALL_BACK:
+        return fallback_missing([s.record for s in log.seen]), None
     after, fired = edit.t, edit.record
     later = [(s, m) for s, m in messages if s.t >= after and _from_client(s)]
 
