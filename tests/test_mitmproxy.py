@@ -350,9 +350,9 @@ def test_the_record_addon_keeps_sse_bodies_for_mitmweb_when_asked(demo_server, t
 
 def test_a_stream_past_the_cap_is_not_kept_and_the_flow_says_so():
     from mcptape.capture.http import HttpCapture, Scope
-    from mcptape.capture.imported import Records
+    from mcptape.formats.imported import Records
     from mcptape.capture.mitm import _Tap
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
 
     capture = HttpCapture(Records(), Redactor(), Scope())
     for cap, chunks in ((1000, [b"data: {}\n\n", b"data: {}\n\n"]), (15, [b"data: {}\n\n", b"data: {}\n\n"])):

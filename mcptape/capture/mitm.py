@@ -27,7 +27,7 @@ from mitmproxy.utils import human
 
 from .. import TOOL, edits
 from ..guard import Guard, HostList
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 
 from .. import TOOL
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc

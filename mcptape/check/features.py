@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model import Call, Model, Observer
-from .rules import Finding, broke_call
+from .finding import Finding, broke_call
 
 LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")

@@ -24,7 +24,7 @@ from ..tape import records
 from ..wire import jsonrpc
 from .requirements import REGISTRY, Requirement
 from .features import LISTS, content_items, list_of
-from .rules import Finding
+from .finding import Finding
 from .streamable import is_revision
 
 

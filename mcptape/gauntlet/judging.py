@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..check import check
-from ..check.rules import Finding
+from ..check.finding import Finding
 from ..facts import Outcome, SessionTransition
 from ..model import SUPERSEDED, Call, Model, Observer, Seen
 from ..replay.match import no_meta, same_request

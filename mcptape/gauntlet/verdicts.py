@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..check.rules import Finding
+from ..check.finding import Finding
 from . import faults as catalogue
 from .faults import Fault
 

@@ -18,7 +18,7 @@ import asyncio
 import time
 from typing import Any
 
-from ..redact import PSEUDONYM
+from ..redact.pseudonym import PSEUDONYM
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import http, jsonrpc, pointer

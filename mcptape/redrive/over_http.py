@@ -9,7 +9,8 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 from .. import TOOL
 from ..capture.http import HttpCapture, Scope
-from ..redact import PSEUDONYM, Redactor
+from ..redact.pseudonym import PSEUDONYM
+from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http
 from . import script as scripted

@@ -40,7 +40,7 @@ class Level(str, Enum):
 
 
 MUST, MUST_NOT, SHOULD, SHOULD_NOT, MAY = Level.MUST, Level.MUST_NOT, Level.SHOULD, Level.SHOULD_NOT, Level.MAY
-# whom a requirement binds: a side, or the sender / receiver of what a finding is about (rules.blamed)
+# whom a requirement binds: a side, or the sender / receiver of what a finding is about (finding.blamed)
 CLIENT, SERVER, SENDER, RECEIVER, NONE = "client", "server", "sender", "receiver", "none"
 
 
