@@ -27,8 +27,8 @@ from .. import TOOL
 from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, sse
+from ..capture.flows import content_of, end_reason, headers_of
 from ..capture.http import HttpCapture, RecordSink, Scope
-from ..capture.mitm import content_of, end_reason, headers_of
 
 NO_EVENT_TIMES = "no per-event times: each SSE event has the time its response ended"
 

@@ -230,6 +230,17 @@ def problem(record: Any) -> str | None:
     return None
 
 
+def opens_exchange(record: Record) -> bool:
+    """An HTTP request: the record an exchange begins with (what a recording's summary counts)."""
+    return record.get("kind") == HTTP_REQUEST
+
+
+def next_exchange(existing: list[Record]) -> int:
+    """The exchange number a run appended to a tape starts at: past every one it holds, so two runs never share
+    one."""
+    return max((r["exchange"] for r in existing if isinstance(r.get("exchange"), int)), default=-1) + 1
+
+
 def first_problem(paths: list[str]) -> str | None:
     """The first record of these tapes that does not fit its kind, as one line naming it; None when all fit.
 

@@ -93,9 +93,9 @@ def _load(modules: Iterable) -> Mapping[str, Requirement]:
 
 
 def _registry() -> Mapping[str, Requirement]:
-    from . import capabilities, envelope, features, lifecycle, sessions, transports, utilities
+    from . import capabilities, envelope, features, lifecycle, modern, sessions, transports, utilities
 
-    return _load((envelope, lifecycle, capabilities, utilities, transports, sessions, features))
+    return _load((envelope, lifecycle, capabilities, utilities, transports, sessions, features, modern))
 
 
 REGISTRY: Mapping[str, Requirement] = _registry()
