@@ -2,8 +2,9 @@
 silent, and no conversation of those tables gets a finding under an id the registry does not know.
 
 The tables live beside the judgements they exercise:
-- a requirement of the registry (mcptape/check/requirements/): its (break, keep) pair in `CASES` of
-  tests/core/test_requirements.py (a new requirement id needs one entry there: `"the-id": (_broken, _kept)`);
+- a requirement of the registry (mcptape/check/requirements/): its (break, keep) pair in a `CASES` table, that of
+  tests/core/test_requirements.py or of tests/core/test_feature_requirements.py (a new requirement id needs one
+  entry: `"the-id": (_broken, _kept)`; a new table module needs its line in `PAIRS` below);
 - a public finding id of check/rules.py (docs/rules.md): a `@fires("the-id", blames)` and a `@silent("the-id")`
   conversation in tests/core/test_rules.py, and its name in `PUBLIC` there.
 """
@@ -13,8 +14,11 @@ from __future__ import annotations
 from mcptape.check import check_records
 from mcptape.check.requirements import REGISTRY
 
+from . import test_feature_requirements as feature_cases
 from . import test_requirements as requirement_cases
 from . import test_rules as rule_cases
+
+PAIRS = (requirement_cases.CASES, feature_cases.CASES)  # id -> (break, keep)
 
 
 def every_id() -> set[str]:
@@ -26,7 +30,7 @@ def every_id() -> set[str]:
 def firing() -> dict[str, list]:
     """id -> the builders of conversations that make it fire (each returns its tapes)."""
     out: dict[str, list] = {}
-    for rule, (broken, _) in requirement_cases.CASES.items():
+    for rule, (broken, _) in (pair for table in PAIRS for pair in table.items()):
         out.setdefault(rule, []).append(broken)
     for rule, entries in rule_cases.FIRES.items():
         out.setdefault(rule, []).extend(scenario for _, scenario in entries)
@@ -36,7 +40,7 @@ def firing() -> dict[str, list]:
 def silent() -> dict[str, list]:
     """id -> the builders of conversations that keep it silent."""
     out: dict[str, list] = {}
-    for rule, (_, kept) in requirement_cases.CASES.items():
+    for rule, (_, kept) in (pair for table in PAIRS for pair in table.items()):
         out.setdefault(rule, []).append(kept)
     for rule, scenarios in rule_cases.SILENT.items():
         out.setdefault(rule, []).extend(scenarios)
