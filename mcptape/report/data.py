@@ -226,6 +226,6 @@ def excerpt(seq: int, record: dict) -> dict:
     else:
         text = record.get("data") or record.get("text") or ""
     cut = len(text) > EXCERPT_CHARS
-    return {"record": seq, "kind": record.get("kind"), "dir": record.get("dir"), "t": record.get("t"),
+    return {"record": seq, "kind": records.kind_of(record), "dir": record.get("dir"), "t": record.get("t"),
             "what": describe(record)[0], "status": record.get("status"), "method": record.get("method"),
             "body": text[:EXCERPT_CHARS] + ("\n…" if cut else ""), "cut": cut}

@@ -34,7 +34,17 @@ C2S, S2C = "c2s", "s2c"
 
 # A record's kind, asked of this module: an edge that holds a plain record the model did not read (one it has just
 # made, a log it scans) tests it with these, and never reads the `kind` field itself.
+def kind_of(record: Record) -> str | None:
+    """The kind as written, for an edge that names it (a report's excerpt, a timeline's line)."""
+    return record.get("kind")
+
+
+def is_capture_start(record: Record) -> bool:
+    return record.get("kind") == CAPTURE_START
+
+
 def is_http_request(record: Record) -> bool:
+    """An HTTP request: the record an exchange begins with."""
     return record.get("kind") == HTTP_REQUEST
 
 
@@ -228,11 +238,6 @@ def problem(record: Any) -> str | None:
                    for p in pairs):
             return f"{kind} field {name} must be a list of [name, value] pairs of strings"
     return None
-
-
-def opens_exchange(record: Record) -> bool:
-    """An HTTP request: the record an exchange begins with (what a recording's summary counts)."""
-    return record.get("kind") == HTTP_REQUEST
 
 
 def next_exchange(existing: list[Record]) -> int:
