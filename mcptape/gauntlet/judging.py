@@ -20,7 +20,7 @@ from ..model import SUPERSEDED, Call, Model, Observer, Seen
 from ..replay.match import no_meta, same_request
 from ..tape import records
 from ..tape.file import Reader, TapeError
-from ..wire import http
+from ..wire import http, jsonrpc
 from . import faults as catalogue
 from .faults import Fault
 from .negotiation import after_fallback, fallback_missing
@@ -57,7 +57,7 @@ class Log(Observer):
         out = []
         for seen in self.seen:
             msg = seen.record.get("msg")
-            for one in msg if isinstance(msg, list) else [msg]:
+            for one in jsonrpc.messages(msg):
                 if isinstance(one, dict):
                     out.append((seen, one))
         return out

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ..check.diff import Difference
 from ..redact.pseudonym import PSEUDONYM
+from ..wire import jsonrpc
 from . import script as scripted
 
 
@@ -135,7 +136,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
 
 def _messages(step: scripted.Step) -> list:
     msg = step.body.get("msg")
-    return [m for m in (msg if isinstance(msg, list) else [msg]) if isinstance(m, dict)]
+    return [m for m in jsonrpc.messages(msg) if isinstance(m, dict)]
 
 
 def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> tuple[list[str], dict[str, str], list]:

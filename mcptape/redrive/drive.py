@@ -21,7 +21,7 @@ from typing import Any
 from ..redact.pseudonym import PSEUDONYM
 from ..tape import json_form, records
 from ..tape.file import Writer
-from ..wire import http, jsonrpc, pointer
+from ..wire import jsonrpc, pointer
 from . import script as scripted
 
 

@@ -6,7 +6,6 @@ this one JSON-able dict; the formats only lay it out."""
 from __future__ import annotations
 
 from collections import Counter
-from decimal import Decimal
 from typing import Any
 
 from ..check import check
@@ -45,7 +44,7 @@ class _Watch(Observer):
 
     def record(self, seen: Seen, model: Model) -> None:
         # runs for every record: the common case costs a comparison or two
-        t = seen.t if type(seen.t) is float else _seconds(seen.t, self.now)
+        t = seen.t if type(seen.t) is float else json_form.seconds(seen.t, self.now)
         if seen.tape != self._tape:
             self._end_tape()
             self._tape = seen.tape
@@ -97,7 +96,7 @@ class _Watch(Observer):
                 if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
         refused_at = self._refused_at.pop(call.exchange.number, None) if call.exchange is not None else None
         self._peers(call, response)
-        t = _seconds(call.t, self.now)
+        t = json_form.seconds(call.t, self.now)
         self.per_session[call.session.label] += 1
         self.calls.add({
             "tape": self.called.get(call.tape, call.tape), "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
@@ -130,11 +129,6 @@ _WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "tool error", Outcome.ER
           Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "no answer"}
 
 
-def _seconds(t: Any, otherwise: float) -> float:
-    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
-    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
-
-
 def _name(request: dict | None) -> str | None:
     """What a call is about beyond its method: the tool, prompt or resource named."""
     params = request.get("params") if isinstance(request, dict) else None
@@ -148,7 +142,7 @@ def _name(request: dict | None) -> str | None:
 
 def _session(session: Session, calls: Counter) -> dict:
     def step(transition):
-        return None if transition is None else {**transition.to_json(), "t": _seconds(transition.t, 0.0)}
+        return None if transition is None else {**transition.to_json(), "t": json_form.seconds(transition.t, 0.0)}
 
     return {"label": session.label, "tape": session.tape, "transport": session.transport, "version": session.version,
             "opened": step(session.opened), "dead": step(session.dead), "ended": step(session.ended),
