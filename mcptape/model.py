@@ -17,143 +17,23 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
+# what the model builds and the lifecycle's names, read by check, show and replay through the model too (re-exported)
+from .conversation import (HANDSHAKE_VERSIONS, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call,  # noqa: F401
+                           Exchange, Passed, Session)
+from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, ProgressAfterResponse,
                     ResponseOnGetStream, SessionTransition, outcome_of)
-# the lifecycle's names, read by check, show and replay through the model too (re-exported)
 from .lifecycle import (DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State,  # noqa: F401
                         Transition, refusal_text)
 from .tape import records
 from .wire import http, jsonrpc
 
-# How a session reached us. The rules each transport obeys differ (docs/transports.md).
-STDIO = "stdio"
-LEGACY_SSE = "http+sse"  # 2024-11-05
-STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
-STATELESS = "stateless-http"  # 2026-07-28
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 _NEW = State.NEW
-
-
-# A session's life (opened, refused, deleted, expired, ended, superseded) is decided by lifecycle.py's table, which
-# the model asks; check, show, diff and replay read it (docs/sessions.md).
-
-
-@dataclass
-class Session:
-    label: str  # the session id as recorded, or a stable label where the transport has none
-    tape: str
-    transport: str
-    version: str | None = None  # negotiated: initialize's answer, or the 2026 header
-    initialized: bool = False
-    life: Life = field(default_factory=Life)  # its state, and the steps that made it (lifecycle.py)
-    # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
-    # client closed the server's stdin; s2c, the server closed its stdout
-    left: dict[str, int] = field(default_factory=dict)
-    resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
-
-    # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
-    # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
-    opened = property(attrgetter("life.opened"))
-    dead = property(attrgetter("life.dead"))
-    ended = property(attrgetter("life.ended"))
-    superseded = property(attrgetter("life.superseded"))
-    refused_with = property(attrgetter("life.refused_with"))
-    unknown = property(attrgetter("life.unknown"))
-    midway = property(attrgetter("life.midway"))
-
-    @property
-    def short(self) -> str:
-        """How show and diff name it: the start of its id; stdio#N (the Nth run of a stdio server); stateless."""
-        if self.transport == STDIO:
-            return "stdio" + self.label[self.label.rfind("#"):]
-        if self.transport == STATELESS:
-            return "stateless"
-        return self.label[:8]
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One HTTP request and what came back, while it is open. When it ends, its headers and bodies are dropped:
-    calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
-    every request's headers and body alive."""
-
-    number: int
-    seq: int
-    t: float
-    method: str
-    conn: int | None
-    session: Session | None
-    sent_session: str | None  # the Mcp-Session-Id the client put on it
-    version_header: str | None
-    headers: list
-    msg: Any = None
-    status: int | None = None
-    get_stream: bool = False  # a GET answered with an event stream: the standalone stream, or a resumed one
-    last_event_id: str | None = None  # on a GET: the stream it resumes
-    last_sse_id: str | None = None  # the last event id its SSE stream carried: a stream the client could resume
-    end: str | None = None
-    injected: bool = False
-    calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
-    mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
-    passed: Passed | None = None  # its records, while an observer reads whole exchanges
-
-
-@dataclass(slots=True)
-class Passed:
-    """An exchange's records as they passed, for whoever exports whole exchanges (HAR, mitmproxy flows): the
-    request, the head of the response, the SSE events, the end, and every record about it in order (edits
-    included). Kept only while an observer reads exchanges (Observer.exchange): check never pays for it."""
-
-    request: dict
-    response: dict | None = None
-    events: list[dict] = field(default_factory=list)
-    end: dict | None = None
-    records: list[dict] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Call:
-    """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
-    whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
-    as it is, to recognise a late answer, late progress or a reused id: thousands are remembered, and with their
-    messages, keeping and freeing them cost check a tenth of its time on a large tape (as Exchange, for the same
-    reason)."""
-
-    tape: str
-    session: Session
-    dir: str  # who sent the request: c2s (client request) or s2c (server request)
-    id: Any
-    method: str
-    request: dict | None
-    seq: int
-    t: float
-    exchange: Exchange | None = None  # the HTTP exchange that carried the request
-    response: dict | None = None
-    response_seq: int | None = None
-    progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
-    cancel: tuple[int, float, Any] | None = None
-    injected: bool = False
-    outcome: Outcome | None = None  # how it ended: decided when it settles, before its messages are dropped
-    # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
-    key: tuple = ()
-    token_key: tuple | None = None
-
-    @property
-    def answered(self) -> bool:
-        return self.response_seq is not None  # still true once a settled call has dropped its messages
-
-    @property
-    def rejected_status(self) -> int | None:
-        """An HTTP error status that refused the request outright (no JSON-RPC answer follows)."""
-        ex = self.exchange
-        if ex is not None and ex.status is not None and ex.status >= 400 and self.dir == records.C2S:
-            return ex.status
-        return None
+_C2S, _S2C = records.C2S, records.S2C
+_id_key = jsonrpc.id_key
 
 
 @dataclass(slots=True)
@@ -224,11 +104,13 @@ class Model:
             records.STDIO_EXIT: self._stdio, records.STDIO_EOF: self._stdio, records.EDIT: self._edit,
         }
         watching = [o for o in observers if type(o).record is not Observer.record]
-        self._record_observers = {kind: [o for o in watching if o.kinds is None or kind in o.kinds]
-                                  for kind in records.KINDS}
-        self._any_kind_observers = [o for o in watching if o.kinds is None]  # for kinds this mcptape does not know
+        # the bound `record` of each observer that looks at records of a kind (of every kind, for kinds this
+        # mcptape does not know)
+        self._watchers = {kind: [o.record for o in watching if o.kinds is None or kind in o.kinds]
+                          for kind in records.KINDS}
+        self._any_kind_watchers = [o.record for o in watching if o.kinds is None]
         self._noted_observers = [o for o in observers if type(o).noted is not Observer.noted]
-        self._call_observers = [o for o in observers if type(o).call is not Observer.call]
+        self._call_watchers = [o.call for o in observers if type(o).call is not Observer.call]
         self._exchange_observers = [o for o in observers if type(o).exchange is not Observer.exchange]
         self._over: list[Exchange] = []  # exchanges a record ended, for the exchange observers
         if self._exchange_observers:  # keep each exchange's records for them (check never pays for it)
@@ -245,16 +127,16 @@ class Model:
         self._run = 0
         self._exchanges = {}
         self._started = False
-        handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
+        plans, unknown = self._plans(), (None, self._any_kind_watchers)
         noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
             kind = record.get("kind")
             seen = Seen(name, seq, record, kind, record.get("t", 0.0))
-            handler = handlers.get(kind)
+            handler, watchers = plans.get(kind, unknown)
             if handler is not None:
                 handler(seen, settled)
-            for observer in observers.get(kind, any_kind):
-                found = observer.record(seen, self)
+            for watch in watchers:
+                found = watch(seen, self)
                 if found:
                     yield from found
             if "problem" in record:
@@ -272,6 +154,11 @@ class Model:
                 yield from self._exchanges_over(over)
         if self._exchange_observers:  # the tape ended before these did
             yield from self._exchanges_over(list(self._exchanges.values()))
+
+    def _plans(self) -> dict[Any, tuple[Callable[[Seen, list[Call]], None] | None, list]]:
+        """Per kind of record: the model's handler, and the observers that look at it (the hot loop's one lookup)."""
+        return {kind: (self._handlers.get(kind), self._watchers.get(kind, self._any_kind_watchers))
+                for kind in self._handlers.keys() | self._watchers.keys()}
 
     def _exchanges_over(self, over: list[Exchange]) -> list[Any]:
         out: list[Any] = []
@@ -327,8 +214,8 @@ class Model:
             del self._calls[key]
         out: list[Any] = []
         call.outcome = outcome_of(call)
-        for observer in self._call_observers:
-            found = observer.call(call, self)
+        for watch in self._call_watchers:
+            found = watch(call, self)
             if found:
                 out += found
         call.request = call.response = None  # see Call
@@ -501,34 +388,46 @@ class Model:
 
     def _messages(self, seen: Seen, session: Session, direction: str, body: Any, ex: Exchange | None,
                   settled: list[Call]) -> None:
-        for msg in jsonrpc.messages(body):
-            kind = jsonrpc.kind(msg)
-            if kind == "request":
-                self._request(seen, session, direction, msg, ex)
-            elif kind in ("response", "error"):
+        """Each message of a body (one, or a batch's items) to what its shape makes it (jsonrpc.kind, inlined: this
+        runs for every message of a tape)."""
+        for msg in (body,) if type(body) is dict else jsonrpc.messages(body):
+            if not isinstance(msg, dict):
+                continue
+            if "method" in msg:
+                if type(msg["method"]) is str:
+                    if "id" in msg:
+                        self._request(seen, session, direction, msg, ex)
+                    else:
+                        self._notification(seen, session, direction, msg)
+            elif "result" in msg or "error" in msg:
                 self._response(seen, session, direction, msg, ex, settled)
-            elif kind == "notification":
-                self._notification(seen, session, direction, msg, settled)
 
     def _request(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None) -> None:
-        call = Call(self.tape, session, direction, msg.get("id"), str(msg.get("method")), msg, seen.seq,
-                    seen.t, ex, injected=bool(seen.record.get("injected")))
-        key = call.key = (id(session), direction, jsonrpc.id_key(call.id))
-        meta = _meta(msg)
-        if (version := _text(meta.get("io.modelcontextprotocol/protocolVersion"))) is not None:
-            # the 2026-07-28 era puts the protocol version on every request
-            session.version = version
-        earlier = self._calls.get(key)
+        ident = msg["id"]
+        call = Call(self.tape, session, direction, ident, msg["method"], msg, seen.seq, seen.t, ex,
+                    injected=bool(seen.record.get("injected")))
+        key = call.key = (id(session), direction,
+                          ident if type(ident) is int or type(ident) is str else _id_key(ident))
+        params = msg.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = None
+        if isinstance(meta, dict):
+            token = meta.get("progressToken")
+            version = meta.get("io.modelcontextprotocol/protocolVersion")
+            if isinstance(version, str):  # the 2026-07-28 era puts the protocol version on every request
+                session.version = version
+        calls = self._calls
+        earlier = calls.get(key)
         if earlier is None and not (session.version or "").startswith("2026"):
             # before 2026-07-28 an id may never be used twice in a session; since then, not while in flight
             earlier = self._settled.get(key)
         if earlier is not None:
             seen.note(DuplicateRequest(earlier))
-        self._calls[key] = call
-        token = meta.get("progressToken")
+        calls[key] = call
         if token is not None:
-            call.token_key = (id(session), jsonrpc.id_key(token))
-            self._progress_tokens[call.token_key] = call
+            call.token_key = token_key = (id(session), token if type(token) is int or type(token) is str
+                                          else _id_key(token))
+            self._progress_tokens[token_key] = call
         if call.method == "initialize":
             session.initialized = False
 
@@ -536,22 +435,22 @@ class Model:
                   settled: list[Call]) -> None:
         if ex is not None and ex.get_stream and ex.last_event_id is None and session.transport == STREAMABLE:
             seen.note(ResponseOnGetStream(msg))
-        asked = records.C2S if direction == records.S2C else records.S2C
-        key = (id(session), asked, jsonrpc.id_key(msg.get("id")))
+        asked = _C2S if direction == _S2C else _S2C
+        ident = msg.get("id")
+        key = (id(session), asked, ident if type(ident) is int or type(ident) is str else _id_key(ident))
         call = self._calls.get(key)
-        if call is None and msg.get("id") is None and ex is not None and asked == records.C2S:
-            # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers the
-            # request its HTTP exchange carried
-            call = next((c for c in self._calls.values() if c.exchange is ex), None)
-        if call is None and msg.get("id") is None and ex is not None and (ex.status or 0) >= 400:
-            return  # the body of an HTTP error that answered no request (a DELETE or GET refused): not an orphan
         if call is None:
-            late = self._settled.get(key)
-            if late is not None:
-                seen.note(LateResponse(late))
-            else:
-                seen.note(OrphanResponse(msg))
-            return
+            if ident is None and ex is not None:
+                if asked == _C2S:
+                    # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers
+                    # the request its HTTP exchange carried
+                    call = next((c for c in self._calls.values() if c.exchange is ex), None)
+                if call is None and (ex.status or 0) >= 400:
+                    return  # the body of an HTTP error that answered no request (a DELETE or GET refused)
+            if call is None:
+                late = self._settled.get(key)
+                seen.note(LateResponse(late) if late is not None else OrphanResponse(msg))
+                return
         if call.response_seq is not None:  # answered already in this same record (a batch): a second answer
             seen.note(LateResponse(call))
             return
@@ -563,21 +462,30 @@ class Model:
             session.version = version or session.version
         settled.append(call)
 
-    def _notification(self, seen: Seen, session: Session, direction: str, msg: dict, settled: list[Call]) -> None:
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        t = seen.t
-        method = msg.get("method")
-        if method == "notifications/cancelled":
-            call = self._calls.get((id(session), direction, jsonrpc.id_key(params.get("requestId"))))
-            if call is not None and call.cancel is None:
-                call.cancel = (seen.seq, t, params.get("reason"))
-        elif method == "notifications/progress":
-            token = jsonrpc.id_key(params.get("progressToken"))
-            call = self._progress_tokens.get((id(session), token))
+    def _notification(self, seen: Seen, session: Session, direction: str, msg: dict) -> None:
+        method = msg["method"]
+        if method == "notifications/progress":
+            params = msg.get("params")
+            if not isinstance(params, dict):
+                params = _EMPTY
+            token = params.get("progressToken")
+            key = (id(session), token if type(token) is int or type(token) is str else _id_key(token))
+            call = self._progress_tokens.get(key)
             if call is not None:
-                call.progress.append((seen.seq, t, params.get("progress")))
-            elif (late := self._settled_tokens.get((id(session), token))) is not None:
+                entry = (seen.seq, seen.t, params.get("progress"))
+                if call.progress:
+                    call.progress.append(entry)
+                else:
+                    call.progress = [entry]  # see Call.progress
+            elif (late := self._settled_tokens.get(key)) is not None:
                 seen.note(ProgressAfterResponse(late))
+        elif method == "notifications/cancelled":
+            params = msg.get("params")
+            if not isinstance(params, dict):
+                params = _EMPTY
+            call = self._calls.get((id(session), direction, _id_key(params.get("requestId"))))
+            if call is not None and call.cancel is None:
+                call.cancel = (seen.seq, seen.t, params.get("reason"))
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())
@@ -617,14 +525,7 @@ class Recent:
         return self.old.get(key) if found is None else found
 
 
-_NO_META: dict = {}
-
-
-def _meta(msg: dict) -> dict:
-    """A request's params._meta (progress token, the 2026 protocol version), or an empty map; not to be changed."""
-    params = msg.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta if isinstance(meta, dict) else _NO_META
+_EMPTY: dict = {}  # the params of a message that has none: read, never changed
 
 
 def _text(value: object) -> str | None:
