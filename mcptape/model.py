@@ -5,7 +5,8 @@ kept while it is open, a call while it is unsettled. Whoever reads the model (ch
 what it settles: `Observer.record` sees every record with the model's view of it, `Observer.call` every call once
 it is settled (answered, or at the end of the history), with its `outcome`; `Observer.noted` the records the model
 noticed something on, as typed facts (facts.py); `Observer.exchange` each HTTP exchange once it is over, with its
-records (the exports: HAR, mitmproxy flows).
+records (the exports: HAR, mitmproxy flows). What it builds is in conversation.py, what it hands out in observer.py
+and facts.py.
 
 Correlation follows the protocol, not the transport: a response belongs to the request with the same id sent the
 other way in the same session (both sides issue requests with their own id spaces), wherever it arrived: on the
@@ -14,70 +15,26 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
-# what the model builds and the lifecycle's names, read by check, show and replay through the model too (re-exported)
+# what the model builds, hands its observers and the lifecycle's names, read by check, show and replay through the
+# model too (re-exported)
 from .conversation import (HANDSHAKE_VERSIONS, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call,  # noqa: F401
                            Exchange, Passed, Session)
-from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, ProgressAfterResponse,
+from .facts import (DuplicateRequest, LateResponse, Malformed, OrphanResponse, ProgressAfterResponse,
                     ResponseOnGetStream, SessionTransition, outcome_of)
-from .lifecycle import (DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State,  # noqa: F401
+from .lifecycle import (DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, State,  # noqa: F401
                         Transition, refusal_text)
+from .memory import Recent, collector_paused  # noqa: F401
+from .observer import Observer, Seen  # noqa: F401
 from .tape import records
 from .wire import http, jsonrpc
 
 _NEW = State.NEW
 _C2S, _S2C = records.C2S, records.S2C
 _id_key = jsonrpc.id_key
-
-
-@dataclass(slots=True)
-class Seen:
-    """A record as the model understands it: where it sits, which session and exchange it belongs to, and the
-    facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late answer,
-    progress after the answer, an answer on the GET stream, a malformed message)."""
-
-    tape: str
-    seq: int
-    record: dict
-    kind: Any  # the record's kind (records.KINDS; anything in a hostile tape)
-    t: float = 0.0
-    session: Session | None = None
-    exchange: Exchange | None = None
-    notes: tuple[Fact, ...] = ()
-
-    def note(self, fact: Fact) -> None:
-        self.notes += (fact,)
-
-
-class Observer:
-    """Override what you need. Findings or anything else come back as iterables. `record` runs for every record of
-    the kinds in `kinds` (of every kind when None), so it returns None fast when a record is not its business;
-    `noted` runs for the records the model noticed something on (see Seen.notes), a few in a large tape."""
-
-    kinds: ClassVar[frozenset[str] | None] = None
-
-    def record(self, seen: Seen, model: Model) -> Iterable[Any] | None:
-        return None
-
-    def noted(self, seen: Seen, model: Model) -> Iterable[Any] | None:
-        return None
-
-    def call(self, call: Call, model: Model) -> Iterable[Any] | None:
-        return None
-
-    def exchange(self, ex: Exchange, model: Model) -> Iterable[Any] | None:
-        """An HTTP exchange is over: its end came, a request took its number, or the tape ended first. Its
-        records are in `ex.passed` (the model keeps them only when an observer overrides this)."""
-        return None
-
-    def finish(self, model: Model) -> Iterable[Any]:
-        return ()
 
 
 class Model:
@@ -96,19 +53,12 @@ class Model:
         self._legacy_paths: dict[str, Session] = {}
         self._started = False  # the tape holds a conversation's start (an initialize, a legacy channel opening)
         self._dead: list[Session] = []  # dead sessions the client has not yet replaced by a new one
-        # the hot loop: dispatch by kind, and ask only the observers that look at records of that kind
         self._handlers = {
             records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
             records.HTTP_RESPONSE: self._http_response, records.SSE_EVENT: self._sse_event,
             records.END: self._http_end, records.STDIO_LINE: self._stdio, records.STDIO_STDERR: self._stdio,
             records.STDIO_EXIT: self._stdio, records.STDIO_EOF: self._stdio, records.EDIT: self._edit,
         }
-        watching = [o for o in observers if type(o).record is not Observer.record]
-        # the bound `record` of each observer that looks at records of a kind (of every kind, for kinds this
-        # mcptape does not know)
-        self._watchers = {kind: [o.record for o in watching if o.kinds is None or kind in o.kinds]
-                          for kind in records.KINDS}
-        self._any_kind_watchers = [o.record for o in watching if o.kinds is None]
         self._noted_observers = [o for o in observers if type(o).noted is not Observer.noted]
         self._call_watchers = [o.call for o in observers if type(o).call is not Observer.call]
         self._exchange_observers = [o for o in observers if type(o).exchange is not Observer.exchange]
@@ -117,6 +67,13 @@ class Model:
             for kind in (records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.END, records.EDIT):
                 self._handlers[kind] = self._keeping(self._handlers[kind])
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
+        # the hot loop's one lookup per record: the model's handler for its kind, and the bound `record` of each
+        # observer that looks at records of that kind (of every kind, for kinds this mcptape does not know)
+        watching = [o for o in observers if type(o).record is not Observer.record]
+        self._unknown = (None, [o.record for o in watching if o.kinds is None])
+        self._plans = {kind: (self._handlers.get(kind),
+                              [o.record for o in watching if o.kinds is None or kind in o.kinds])
+                       for kind in {*records.KINDS, *self._handlers}}
 
     # -- feeding ---------------------------------------------------------------------------------------------------
 
@@ -127,7 +84,7 @@ class Model:
         self._run = 0
         self._exchanges = {}
         self._started = False
-        plans, unknown = self._plans(), (None, self._any_kind_watchers)
+        plans, unknown = self._plans, self._unknown
         noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
             kind = record.get("kind")
@@ -154,11 +111,6 @@ class Model:
                 yield from self._exchanges_over(over)
         if self._exchange_observers:  # the tape ended before these did
             yield from self._exchanges_over(list(self._exchanges.values()))
-
-    def _plans(self) -> dict[Any, tuple[Callable[[Seen, list[Call]], None] | None, list]]:
-        """Per kind of record: the model's handler, and the observers that look at it (the hot loop's one lookup)."""
-        return {kind: (self._handlers.get(kind), self._watchers.get(kind, self._any_kind_watchers))
-                for kind in self._handlers.keys() | self._watchers.keys()}
 
     def _exchanges_over(self, over: list[Exchange]) -> list[Any]:
         out: list[Any] = []
@@ -212,12 +164,8 @@ class Model:
         key = call.key
         if self._calls.get(key) is call:
             del self._calls[key]
-        out: list[Any] = []
         call.outcome = outcome_of(call)
-        for watch in self._call_watchers:
-            found = watch(call, self)
-            if found:
-                out += found
+        out = [finding for watch in self._call_watchers if (found := watch(call, self)) for finding in found]
         call.request = call.response = None  # see Call
         call.progress = ()
         self._settled.remember(key, call)
@@ -489,40 +437,6 @@ class Model:
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a long tape is fed. The model's objects hold no reference
-    cycles (reference counting frees every record, exchange and call), but the bounded caches of settled calls keep
-    ~10^5 objects alive that each collection would rescan for garbage that is not there: about a sixth of check's
-    time on a large tape."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-class Recent:
-    """Remembers at least the last `size` entries and at most twice that: two generations of plain dicts, the
-    older dropped whole when the newer fills (cheaper than evicting one entry at a time)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.new: dict = {}
-        self.old: dict = {}
-
-    def remember(self, key: Any, value: Any) -> None:
-        self.new[key] = value
-        if len(self.new) >= self.size:
-            self.old, self.new = self.new, {}
-
-    def get(self, key: Any) -> Any:
-        found = self.new.get(key)
-        return self.old.get(key) if found is None else found
 
 
 _EMPTY: dict = {}  # the params of a message that has none: read, never changed
