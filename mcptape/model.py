@@ -188,7 +188,7 @@ class Model:
     def _sent_session(self, label: str, transport: str) -> Session:
         """The session a request carries; one the tape never saw opened is unknown, or was opened before the
         capture began."""
-        session = self.session(label, transport)
+        session = self.sessions.get(("", label)) or self.session(label, transport)  # (no stdio session: keyed "")
         if session.life.state is _NEW:
             session.life.met(self._started)
         return session
@@ -208,7 +208,7 @@ class Model:
         version = _text(r.get("protocol_version"))
         sent = r.get("session")
         session: Session | None = None
-        if sent and r.get("path") in self._legacy_paths:
+        if sent and self._legacy_paths and r.get("path") in self._legacy_paths:
             session = self._sent_session(sent, LEGACY_SSE)
         elif sent:
             session = self._sent_session(sent, STREAMABLE)
