@@ -354,8 +354,7 @@ class Model:
         ident = msg["id"]
         call = Call(self.tape, session, direction, ident, msg["method"], msg, seen.seq, seen.t, ex,
                     injected=bool(seen.record.get("injected")))
-        key = call.key = (id(session), direction,
-                          ident if type(ident) is int or type(ident) is str else _id_key(ident))
+        key = call.key = (id(session), direction, _id_key(ident))
         params = msg.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = None
@@ -373,8 +372,7 @@ class Model:
             seen.note(DuplicateRequest(earlier))
         calls[key] = call
         if token is not None:
-            call.token_key = token_key = (id(session), token if type(token) is int or type(token) is str
-                                          else _id_key(token))
+            call.token_key = token_key = (id(session), _id_key(token))
             self._progress_tokens[token_key] = call
         if call.method == "initialize":
             session.initialized = False
@@ -385,7 +383,7 @@ class Model:
             seen.note(ResponseOnGetStream(msg))
         asked = _C2S if direction == _S2C else _S2C
         ident = msg.get("id")
-        key = (id(session), asked, ident if type(ident) is int or type(ident) is str else _id_key(ident))
+        key = (id(session), asked, _id_key(ident))
         call = self._calls.get(key)
         if call is None:
             if ident is None and ex is not None:
@@ -412,12 +410,13 @@ class Model:
 
     def _notification(self, seen: Seen, session: Session, direction: str, msg: dict) -> None:
         method = msg["method"]
+        if method != "notifications/progress" and method != "notifications/cancelled":
+            return  # the model follows no other notification
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            params = _EMPTY
         if method == "notifications/progress":
-            params = msg.get("params")
-            if not isinstance(params, dict):
-                params = _EMPTY
-            token = params.get("progressToken")
-            key = (id(session), token if type(token) is int or type(token) is str else _id_key(token))
+            key = (id(session), _id_key(params.get("progressToken")))
             call = self._progress_tokens.get(key)
             if call is not None:
                 entry = (seen.seq, seen.t, params.get("progress"))
@@ -427,10 +426,7 @@ class Model:
                     call.progress = [entry]  # see Call.progress
             elif (late := self._settled_tokens.get(key)) is not None:
                 seen.note(ProgressAfterResponse(late))
-        elif method == "notifications/cancelled":
-            params = msg.get("params")
-            if not isinstance(params, dict):
-                params = _EMPTY
+        else:
             call = self._calls.get((id(session), direction, _id_key(params.get("requestId"))))
             if call is not None and call.cancel is None:
                 call.cancel = (seen.seq, seen.t, params.get("reason"))
