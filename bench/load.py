@@ -1,11 +1,12 @@
 """The recorder under load, against bare mitmdump under the same load, measured in the same run.
 
-    .venv/bin/python bench/load.py [--clients 50] [--seconds 20] [--events 20000] [--rate 2000]
+    .venv/bin/python bench/load.py [--clients 50] [--seconds 20] [--slices 2] [--events 20000] [--rate 2000]
 
 1. `--clients` official SDK clients at once, each in its own session, calling `add` and `countdown` (with progress)
-   for `--seconds` through bare `mitmdump --mode reverse:…` and then through `mcptape record`, in front of one demo
-   SDK server: p50/p99 of each client call's latency per path, and mcptape's added latency over mitmdump's (both
-   against a direct run). The tape is compared with what each client saw (tests/load.py).
+   for `--seconds` directly, through bare `mitmdump --mode reverse:…` and through `mcptape record`, in interleaved
+   slices (`--slices`, the order rotating), in front of one demo SDK server: p50/p99 of each client call's latency
+   per path, and mcptape's added latency over mitmdump's (both against a direct run). Each slice's tape is compared
+   with what its clients saw (tests/load.py).
 2. One SSE stream of `--events` events at `--rate` a second (tests/sse_flood.py), read directly, through bare
    mitmdump and through mcptape record: each event's pass-through delay (server write -> client read), p50/p99,
    and the recorder's memory at the start and the end of the stream.
@@ -48,35 +49,43 @@ def pct(values: list[float], p: float) -> float:
 
 
 def clients_load(args: argparse.Namespace, tmp: Path) -> dict:
+    """The three paths in `--slices` interleaved slices (the order rotating), so drift in what else the machine does
+    falls on all three alike; a tape of its own per slice, each compared with what its clients saw."""
     port = free_port()
     server = spawn_demo(port)
     direct = f"http://127.0.0.1:{port}/mcp"
+    latencies: dict[str, list[float]] = {"direct": [], "mitmdump": [], "mcptape": []}
+    seconds = args.seconds / args.slices
+    compared, problems = 0, []
+    dump, url = mitmdump(port)
     try:
-        latencies: dict[str, list[float]] = {}
-        runs = anyio.run(load.many_clients, direct, args.clients, args.seconds)
-        latencies["direct"] = [x for r in runs for x in r.latencies]
-        dump, url = mitmdump(port)
-        runs = anyio.run(load.many_clients, url, args.clients, args.seconds)
-        latencies["mitmdump"] = [x for r in runs for x in r.latencies]
-        stop(dump)
-        rec = start_recording(direct, tmp / "load.mcptape")
-        runs = anyio.run(load.many_clients, rec.url, args.clients, args.seconds)
-        rec.stop()
-        latencies["mcptape"] = [x for r in runs for x in r.latencies]
-        compared = load.compare(runs, load.tape_calls(str(rec.tape)))
+        for i in range(args.slices):
+            order = list(latencies)[i % 3:] + list(latencies)[:i % 3]
+            for name in order:
+                if name == "mcptape":
+                    rec = start_recording(direct, tmp / f"load-{i}.mcptape")
+                    runs = anyio.run(load.many_clients, rec.url, args.clients, seconds)
+                    rec.stop()
+                    checked = load.compare(runs, load.tape_calls(str(rec.tape)))
+                    compared, problems = compared + checked.compared, problems + checked.problems
+                else:
+                    runs = anyio.run(load.many_clients, direct if name == "direct" else url, args.clients, seconds)
+                latencies[name] += [x for r in runs for x in r.latencies]
     finally:
+        stop(dump)
         stop(server)
-    print(f"{args.clients} SDK clients for {args.seconds:g} s each path (calls, p50 ms, p99 ms):")
+    print(f"{args.clients} SDK clients for {args.seconds:g} s each path, in {args.slices} interleaved slices (calls, "
+          "p50 ms, p99 ms):")
     for name, values in latencies.items():
         print(f"  {name:9} {len(values):6}  {pct(values, .5):7.2f}  {pct(values, .99):7.2f}")
     for p, label in ((.5, "p50"), (.99, "p99")):
         added = {n: pct(latencies[n], p) - pct(latencies["direct"], p) for n in ("mitmdump", "mcptape")}
         print(f"  added {label}: mitmdump {added['mitmdump']:.2f} ms, mcptape {added['mcptape']:.2f} ms "
               f"({added['mcptape'] / added['mitmdump']:.2f}x mitmdump's)" if added["mitmdump"] > 0 else "")
-    print(f"  tape vs clients: {compared.compared} calls compared, {len(compared.problems)} problems"
-          + (f": {compared.problems[0]}" if compared.problems else ""))
-    return {"clients": args.clients, "seconds": args.seconds, "compared": compared.compared,
-            "problems": len(compared.problems),
+    print(f"  tape vs clients: {compared} calls compared, {len(problems)} problems"
+          + (f": {problems[0]}" if problems else ""))
+    return {"clients": args.clients, "seconds": args.seconds, "slices": args.slices, "compared": compared,
+            "problems": len(problems),
             **{f"{name}_{label}_ms": pct(values, p) for name, values in latencies.items()
                for p, label in ((.5, "p50"), (.99, "p99"))}}
 
@@ -112,6 +121,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--slices", type=int, default=2, help="interleaved slices of the clients' run per path (each "
+                   "needs a few seconds: the clients' sessions start within it)")
     p.add_argument("--events", type=int, default=20_000)
     p.add_argument("--rate", type=float, default=2_000)
     add_flag(p)

@@ -20,7 +20,7 @@ from .facts import Outcome, SessionTransition
 from .model import OPENED, Call, Model, Observer, Seen
 from .show import ERROR, INJECTED, WARNING, paint
 from .tape import records
-from .tape.file import Record
+from .tape.records import Record
 from .wire import jsonrpc
 
 _DONE = object()

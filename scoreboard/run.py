@@ -7,7 +7,8 @@ Written to docs/scoreboard.md and docs/scoreboard.html from the same data. Not p
 Each client is first recorded as a new user would: its own conversation with the project's demo server (the SDK's,
 with an event store so streams carry SSE event ids), through `mcptape record`; the gauntlet then runs that client
 against replays of its own tape, one fault per run: every fault at the first position after the handshake
-(`--max-runs 11`), 30 s each; `--quick`: four faults, 20 s each. A client whose
+(`--max-runs 11`), and the negotiation faults (`probe-*`) once each at the probe where the client probed, 30 s each;
+`--quick`: five faults, 20 s each. A client whose
 result is already in the work folder is not run again (a stopped run resumes where it stopped); `--fresh` starts
 over. Clients whose packages are not installed are listed as skipped, with why.
 """
@@ -38,7 +39,7 @@ PY = sys.executable
 CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
 CACHE = Path(os.environ.get("MCPTAPE_SCOREBOARD_CACHE", Path.home() / ".cache" / "mcptape-scoreboard"))
 NODE_PEERS = Path(os.environ.get("MCPTAPE_NODE_PEERS_DIR", Path.home() / ".cache" / "mcptape-node-peers"))
-QUICK_FAULTS = "expire-session,drop,close-stream,malformed"
+QUICK_FAULTS = "expire-session,drop,close-stream,malformed,probe-400"
 PINS = {"mcp (Python SDK)": "2.3.0", "fastmcp": "4.1.6", "@modelcontextprotocol/sdk": "1.32.2",
         "@modelcontextprotocol/inspector": "2.12.0", "mcp-remote": "0.15.1", "@openai/codex": "0.128.0"}
 
@@ -79,6 +80,8 @@ def clients() -> list[Client]:
         Client("python-sdk-auto", "Python", "auto", [*sdk, "{url}", "--mode", "auto"]),
         Client("python-sdk-stdio", "Python", "stdio", [*sdk, "--timeout", "3", "--", "{server}"],
                note="read_timeout_seconds=3"),
+        Client("python-sdk-stdio-auto", "Python", "stdio", [*sdk, "--mode", "auto", "--timeout", "3", "--",
+                                                            "{server}"], note="mode=auto, read_timeout_seconds=3"),
         Client("fastmcp", "Python", "streamable", [str(fastmcp_py), str(CLIENTS_DIR / "fastmcp_client.py"), "{url}"],
                [fastmcp_py]),
         Client("ts-sdk-streamable", "TypeScript", "streamable", [*ts, "streamable", "{url}"], [Path(node)], ts_env,
@@ -92,6 +95,9 @@ def clients() -> list[Client]:
         Client("inspector-cli", "TypeScript", "streamable",
                [*inspector, "--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3",
                 "--format", "json", "{url}"], [Path(node)]),
+        Client("inspector-cli-auto", "TypeScript", "auto",
+               [*inspector, "--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3",
+                "--format", "json", "--protocol-era", "auto", "{url}"], [Path(node)], note="--protocol-era auto"),
         Client("mcp-remote", "TypeScript", "streamable",
                [*sdk, "--timeout", "10", "--", node, str(remote), "{url}", "--transport", "http-only"],
                [Path(node), remote], note="driven over stdio by the Python SDK client (timeout 10 s)"),
@@ -273,6 +279,7 @@ def _summary(res: dict, fault: str) -> str:
 
 def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) -> str:
     from mcptape.gauntlet.faults import BY_NAME
+    from mcptape.gauntlet.negotiation import NOT_PROBED
 
     faults = _faults(results)
     quick = any(r.get("quick") for r in results)
@@ -288,7 +295,10 @@ def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) 
            "scripted model (a loopback server of ours that speaks just enough of the OpenAI Responses streaming API "
            "to make it call the MCP tools in order), in a network namespace with loopback only (`unshare -r -n`). "
            "Every client gets the same timeout and faults; none gets a workaround. `close-stream` is n/a where the "
-           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). No client "
+           "recorded streams carry no SSE event ids (the SSE and stdio transports; the 2026-07-28 tapes). The "
+           "`probe-*` faults play an older server refusing the client's `server/discover` probe ([negotiation.md]"
+           "(negotiation.md)): they apply only where the client probed (its tape starts with it), n/a elsewhere, "
+           "and run once, at the probe. No client "
            "issue tracker is cited: none could be checked from here.", "",
            "| client | language | transport | baseline | " + " | ".join(f"`{f}`" for f in faults) + " |",
            "|---|---|---|---|" + "---|" * len(faults)]
@@ -319,9 +329,13 @@ def markdown(results: list[dict], skipped: list[tuple[str, str]], started: str) 
             out.append(f"Its replay misses: {'; '.join(base['misses'][:3])}.")
         out += ["", "| fault | at | verdict | why | evidence (from the replay log) | reproduce |",
                 "|---|---|---|---|---|---|"]
+        unprobed = [r["fault"] for r in res.get("runs", []) if r["verdict"] == "n/a" and r["why"] == NOT_PROBED]
         for r in res.get("runs", []):
+            if r["fault"] in unprobed[1:]:
+                continue  # said once, for every probe-* fault
             if r["verdict"] == "n/a":
-                out.append(f"| `{r['fault']}` | {r['at']} | n/a | {r['why']} | | |")
+                said = f"`{r['fault']}`" if r["fault"] not in unprobed else f"`probe-*` ({len(unprobed)} faults)"
+                out.append(f"| {said} | {r['at']} | n/a | {r['why']} | | |")
                 continue
             why = r["why"] + (f" (spec: {BY_NAME[r['fault']].source})" if r["verdict"] in ("failed", "hung") else "")
             command = r.get("reproduce") or f"mcptape replay {res['client']}.mcptape --edit '{r['edit']}'"

@@ -58,7 +58,7 @@ def cell(result, fault: str, at: str = "tools/call#1"):
 def test_every_fault_is_an_edit_with_its_expectation_and_source():
     for fault in FAULTS:
         edit = parse(fault.text("tools/call#2", 5))
-        assert edit.action in fault.edit and str(edit.at) == "tools/call#2"
+        assert edit.action in fault.edit and str(edit.at) == ("server/discover#1" if fault.probe else "tools/call#2")
         assert fault.recovered and fault.source
     assert parse(BY_NAME["delay"].text("ping", 5)).options["seconds"] > 5  # longer than the run's timeout
     assert [f.name for f in pick(["drop", "expire-session"])] == ["expire-session", "drop"]  # catalogue order

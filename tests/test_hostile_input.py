@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from mcptape.edits import EditError, parse
 from mcptape.tape import records
-from mcptape.tape.file import MAGIC, Reader, TapeError, Writer, decode_payload, encode, pack
+from mcptape.tape.codec import decode_payload, pack
+from mcptape.tape.file import MAGIC, Reader, TapeError, Writer, encode
 from mcptape.wire import jsonrpc, sse
 
 from .conftest import MCPTAPE, write_tape

@@ -350,16 +350,16 @@ def test_the_record_addon_keeps_sse_bodies_for_mitmweb_when_asked(demo_server, t
 
 def test_a_stream_past_the_cap_is_not_kept_and_the_flow_says_so():
     from mcptape.capture.http import HttpCapture, Scope
-    from mcptape.capture.imported import Records
-    from mcptape.capture.mitm import _Tap
-    from mcptape.redact import Redactor
+    from mcptape.capture.taps import Tap
+    from mcptape.formats.imported import Records
+    from mcptape.redact.redactor import Redactor
 
     capture = HttpCapture(Records(), Redactor(), Scope())
     for cap, chunks in ((1000, [b"data: {}\n\n", b"data: {}\n\n"]), (15, [b"data: {}\n\n", b"data: {}\n\n"])):
         flow = tflow.tflow(resp=True)
         flow.response.raw_content = None
         capture.request(flow.id, 1, 0.0, "POST", "/mcp", [], json.dumps(INIT).encode())
-        tap = _Tap(capture.response_head(flow.id, 0.0, 200, "OK", [("content-type", "text/event-stream")]), flow, cap)
+        tap = Tap(capture.response_head(flow.id, 0.0, 200, "OK", [("content-type", "text/event-stream")]), flow, cap)
         assert [tap(chunk) for chunk in chunks] == chunks
         tap(b"")  # the end of the stream
         if cap == 1000:

@@ -1,6 +1,6 @@
 import pytest
 
-from mcptape.redact import Redactor
+from mcptape.redact.redactor import Redactor
 
 
 def test_credentials_become_stable_pseudonyms_and_the_rest_stays():
@@ -28,7 +28,9 @@ def test_pseudonyms_differ_between_runs_and_redaction_can_be_turned_off():
 
 
 # -- the detector: what a tape still holds -----------------------------------------------------------------------
-from mcptape.redact import is_pseudonym, secrets_in, shapes_in  # noqa: E402
+from mcptape.redact.pseudonym import is_pseudonym  # noqa: E402
+from mcptape.redact.scrub import secrets_in  # noqa: E402
+from mcptape.redact.shapes import shapes_in  # noqa: E402
 
 GITHUB = "ghp_" + "A1b2C3d4" * 5
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -69,7 +71,7 @@ def test_pseudonyms_are_recognised_alone_and_behind_a_scheme():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from mcptape.redact import blend  # noqa: E402
+from mcptape.blend import blend  # noqa: E402
 
 SECRETISH = st.sampled_from([JWT, GITHUB, "sk-" + "x" * 30, "Bearer abcdefghijklmnop", "password=hunter22",
                              "AKIAIOSFODNN7EXAMPLE", "https://u:pw@host/cb?code=abc", "xoxb-1234567890-ab"]) | st.text()

@@ -12,7 +12,7 @@ import subprocess
 from decimal import Decimal
 from pathlib import Path
 
-from mcptape import har
+from mcptape.formats import har
 from mcptape.report import build, diagram, render
 from mcptape.tape import records
 from mcptape.tape.file import Reader

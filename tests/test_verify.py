@@ -331,7 +331,7 @@ def test_typescript_reference_server_verifies_a_tape_the_inspector_recorded(ts_s
 
 
 def test_a_redacted_value_in_an_answer_compares_equal_to_anything():
-    from mcptape.redact import blend  # what verify's comparison (diff's) matches a redacted answer with
+    from mcptape.blend import blend  # what verify's comparison (diff's) matches a redacted answer with
 
     def matches(recorded, live) -> bool:
         return blend(recorded, live) == recorded

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from ..tape import records
-from ..tape.file import max_record
+from ..tape.codec import max_record
 
 # A record carries a little besides its body (kind, time, direction; headers for HTTP): keep room for it.
 _ROOM = 1 << 20

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, jsonrpc, sse
 from .bounded import Bounded, body_limit

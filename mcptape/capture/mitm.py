@@ -27,13 +27,15 @@ from mitmproxy.utils import human
 
 from .. import TOOL, edits
 from ..guard import Guard, HostList
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import records
 from ..tape.file import TapeError, Writer
 from ..wire import http, jsonrpc
 from . import mcp_view
-from .bounded import Bounded
-from .http import Clock, HttpCapture, Relocation, Scope, SSEStream
+from .flows import content_of, end_reason, headers_of, mitm_headers, relocation, request_id
+from .http import Clock, HttpCapture, Scope
+from .sink import Discard, TapeSink
+from .taps import BodyTap, Tap, body_of, stream_if_large
 
 PLAN = "mcptape.plan"  # flow.metadata key: the edits that fired on this flow
 REFUSED = "mcptape.refused"  # flow.metadata key: answered by the Host/Origin or destination checks
@@ -58,118 +60,6 @@ def _guarded(hook: Callable) -> Callable:
     return wrapper
 
 
-def headers_of(headers: mhttp.Headers) -> list[tuple[str, str]]:
-    return [(_text(k), _text(v)) for k, v in headers.fields]
-
-
-def _text(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
-
-
-def content_of(message: mhttp.Message) -> tuple[bytes, str | None]:
-    """The body with its Content-Encoding undone, or the raw bytes and why they could not be decoded."""
-    try:
-        return message.get_content(strict=True) or b"", None
-    except ValueError as e:
-        encoding = message.headers.get("content-encoding", "")
-        return message.raw_content or b"", f"content-encoding {encoding} could not be decoded: {e}"
-
-
-class _Tap:
-    """mitmproxy's stream callable: records each chunk on its way to the client, then lets it go on.
-
-    With `keep` (mcptape_store_streamed_bodies), it also keeps what it sent on, up to that many bytes, and puts it
-    on the flow as the response body when the stream ends, before the response hook: mitmweb, `-w` and any addon
-    then see the SSE body. mitmproxy's own store_streamed_bodies does the same for every stream, with no cap."""
-
-    def __init__(self, stream: SSEStream, flow: mhttp.HTTPFlow | None = None, keep: int | None = None) -> None:
-        self.stream = stream
-        self.flow, self.keep = flow, keep
-        self.kept: bytearray | None = bytearray() if keep is not None else None
-
-    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
-        try:
-            self.stream.record(chunk)
-        except Exception as e:
-            logger.error(f"mcptape: recording an SSE chunk failed: {type(e).__name__}: {e}")
-        out = self.stream.forward(chunk)
-        if self.kept is not None:
-            self._keep(out, end=not chunk)
-        return out
-
-    def _keep(self, out: bytes | list[bytes], end: bool) -> None:
-        for part in [out] if isinstance(out, bytes) else out:
-            self.kept += part
-        if len(self.kept) > self.keep:
-            self.kept = None
-            self.flow.comment = f"mcptape: the SSE body passed {human.pretty_size(self.keep)} and was not kept"
-        elif end:
-            self.flow.response.raw_content = bytes(self.kept)
-
-
-class _BodyTap:
-    """A body longer than a tape's reader takes whole streams through instead of being buffered: each chunk goes on
-    at once, and only what the tape keeps of it (its first bytes, size and SHA-256: capture/bounded.py) stays."""
-
-    def __init__(self, limit: int) -> None:
-        self.kept = Bounded(limit)
-
-    def __call__(self, chunk: bytes) -> bytes:
-        self.kept.add(chunk)
-        return chunk
-
-
-def _stream_if_large(message: mhttp.Message, limit: int) -> None:
-    try:
-        length = int(message.headers.get("content-length", ""))
-    except ValueError:
-        return
-    if length > limit:
-        message.stream = _BodyTap(limit)
-
-
-def _body_of(message: mhttp.Message) -> tuple[Bounded | bytes, str | None]:
-    return (message.stream.kept, None) if isinstance(message.stream, _BodyTap) else content_of(message)
-
-
-class _Discard:
-    """Where records go when there are edits but no tape: the capture still drives the edited streams."""
-
-    def write(self, record: records.Record) -> None:
-        pass
-
-
-class _TapeSink:
-    """The capture's writer, guarded: a tape that can no longer be written (a full disk, a file gone bad) stops the
-    recording once, saying so, and never the traffic. What was written before stays readable (one frame a write).
-    A watcher (record's live view) is told of each record once it is written."""
-
-    def __init__(self, writer: Writer, watch: Callable[[records.Record], None] | None = None) -> None:
-        self.writer, self.watch = writer, watch
-        self.failure: str | None = None
-        self.exchanges = 0  # whose request is on disk: what the closing summary counts
-
-    def write(self, record: records.Record) -> None:
-        if self.failure is not None:
-            return
-        try:
-            self.writer.write(record)
-        except Exception as e:
-            self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
-            logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
-            return
-        if record.get("kind") == records.HTTP_REQUEST:
-            self.exchanges += 1
-        if self.watch is not None:
-            try:
-                self.watch(record)
-            except Exception as e:  # the view never costs the tape a record
-                logger.error(f"mcptape: the live view failed: {type(e).__name__}: {e}")
-
-
 class Recorder:
     def __init__(self, clock: Clock = time.time, watch: Callable[[records.Record], None] | None = None) -> None:
         # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
@@ -183,7 +73,7 @@ class Recorder:
         self._channels: dict[str, edits.ChannelEditor] = {}  # legacy session -> the edits on its SSE channel
         self.stopping = False
         self.exchanges = 0  # on disk from the last capture, for the closing summary
-        self._sink: _TapeSink | None = None
+        self._sink: TapeSink | None = None
         self.failure: str | None = None  # why the last capture stopped writing early, if it did
         self.guard: Guard | None = None  # reverse mode: who may come in (Host, Origin); guard.py
         self.destinations: HostList | None = None  # regular mode: where requests may go (None: anywhere)
@@ -242,7 +132,7 @@ class Recorder:
         path = ctx.options.mcptape_tape
         if not path:
             if self.editor is not None:
-                self.capture = HttpCapture(_Discard(), Redactor(), Scope(), self.clock)
+                self.capture = HttpCapture(Discard(), Redactor(), Scope(), self.clock)
             return
         if ctx.options.mcptape_no_redact:
             logger.warning("mcptape: redaction is off; credentials will be written into the tape as they are")
@@ -259,9 +149,9 @@ class Recorder:
             raise exceptions.OptionsError(str(e)) from None
         if self.writer.repaired:
             logger.warning(f"mcptape: {path} ended in a {self.writer.repaired}; cut it off before appending")
-        self._sink = _TapeSink(self.writer, self.watch)
+        self._sink = TapeSink(self.writer, self.watch)
         self.capture = HttpCapture(self._sink, redactor, scope, self.clock)
-        first = _next_exchange(self.writer)
+        first = records.next_exchange(self.writer.existing.records) if self.writer.existing else 0
         self.capture.start(now, TOOL, {"proxy": "mitmproxy", "modes": list(ctx.options.mode),
                                        "endpoints": sorted(scope.endpoints)}, first)
 
@@ -302,7 +192,7 @@ class Recorder:
         if self.guard is None or not isinstance(mode, mode_specs.ReverseMode):
             return False
         if refusal := self.guard.check(headers_of(flow.request.headers)):
-            flow.response = mhttp.Response.make(refusal.status, refusal.body, _mitm_headers(refusal.headers))
+            flow.response = mhttp.Response.make(refusal.status, refusal.body, mitm_headers(refusal.headers))
             if not self.refused:  # a page probing us can send many: say it once
                 logger.warning(f"{refusal.reason}; refused (421/403), not forwarded nor recorded")
             self.refused += 1
@@ -317,7 +207,7 @@ class Recorder:
             flow.metadata[REFUSED] = True
             return
         if self.capture is not None:
-            _stream_if_large(flow.request, self.capture.limit)
+            stream_if_large(flow.request, self.capture.limit)
 
     async def request(self, flow: mhttp.HTTPFlow) -> None:
         if REFUSED in flow.metadata:
@@ -374,7 +264,7 @@ class Recorder:
 
     @_guarded
     def _record_request(self, flow: mhttp.HTTPFlow) -> None:
-        body, problem = _body_of(flow.request)
+        body, problem = body_of(flow.request)
         self.capture.request(
             flow.id, flow.client_conn.id, flow.request.timestamp_start, flow.request.method,
             flow.request.path, headers_of(flow.request.headers), body, problem,
@@ -395,7 +285,7 @@ class Recorder:
             self._edited(flow, ours)
             flow.kill()
         elif ours is not None:
-            flow.response = mhttp.Response.make(ours.status, ours.body, _mitm_headers(ours.headers))
+            flow.response = mhttp.Response.make(ours.status, ours.body, mitm_headers(ours.headers))
             self._edited(flow, ours)
         elif legacy:
             return self._edit_on_channel(flow, plan, msg, session)
@@ -428,7 +318,7 @@ class Recorder:
             await asyncio.sleep(plan.delay)  # the whole response waits: nothing else on the proxy does
         if http.media_type(flow.response.headers.get("content-type")) != http.SSE:
             if self.capture is not None:
-                _stream_if_large(flow.response, self.capture.limit)
+                stream_if_large(flow.response, self.capture.limit)
             return
         flow.response.stream = True  # never buffer an event stream, recorded or not
         if self.capture is None:
@@ -436,7 +326,7 @@ class Recorder:
         try:
             stream = self.capture.response_head(
                 flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-                headers_of(flow.response.headers), _relocation(flow),
+                headers_of(flow.response.headers), relocation(flow),
             )
         except Exception as e:
             logger.error(f"mcptape: recording a response head failed: {type(e).__name__}: {e}")
@@ -444,13 +334,13 @@ class Recorder:
         if stream is None:
             return
         if plan is not None and plan.changes_events and not plan.replaces_answer:
-            if not stream.edit(edits.StreamEditor(plan, _request_id(flow))):
+            if not stream.edit(edits.StreamEditor(plan, request_id(flow))):
                 edits.not_on_compressed_stream(self.editor, plan)
         elif (self.editor is not None and flow.request.method == "GET"
               and http.SESSION_ID not in flow.request.headers):
             # a GET stream outside any Streamable HTTP session: a legacy channel, once its endpoint event says so
             stream.edit(edits.ChannelEditor(self._channel_opened))
-        flow.response.stream = _Tap(stream, flow, self.keep)
+        flow.response.stream = Tap(stream, flow, self.keep)
 
     def _channel_opened(self, session: str, channel: edits.ChannelEditor) -> None:
         self._channels[session] = channel
@@ -478,8 +368,8 @@ class Recorder:
 
     @_guarded
     def _record_response(self, flow: mhttp.HTTPFlow) -> None:
-        streamed = flow.response.stream and not isinstance(flow.response.stream, _BodyTap)  # SSE: recorded as it went
-        body, problem = (b"", None) if streamed else _body_of(flow.response)
+        streamed = flow.response.stream and not isinstance(flow.response.stream, BodyTap)  # SSE: recorded as it went
+        body, problem = (b"", None) if streamed else body_of(flow.response)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
             headers_of(flow.response.headers), body, problem,
@@ -490,7 +380,7 @@ class Recorder:
     @_guarded
     def error(self, flow: mhttp.HTTPFlow) -> None:
         tap = flow.response.stream if flow.response is not None else None
-        if isinstance(tap, _Tap) and tap.kept is not None:  # a cut stream: what passed before the cut
+        if isinstance(tap, Tap) and tap.kept is not None:  # a cut stream: what passed before the cut
             flow.response.raw_content = bytes(tap.kept)
         self.capture.failed(flow.id, self.clock(), self._reason(flow), flow.error.msg if flow.error else None)
 
@@ -518,41 +408,3 @@ class Recorder:
             self.writer = None
 
 
-def end_reason(flow: mhttp.HTTPFlow) -> str:
-    """Why a flow ended in an error, in the tape's words, from what mitmproxy knows of its connections."""
-    message = (flow.error.msg if flow.error else "").lower()
-    if "client disconnected" in message:
-        return records.CLIENT_DISCONNECTED
-    upstream = flow.server_conn
-    if upstream.timestamp_tcp_setup is None or (upstream.tls and upstream.timestamp_tls_setup is None):
-        return records.UPSTREAM_UNREACHABLE  # never connected, or the TLS handshake failed
-    if flow.server_conn.timestamp_end is not None or "server" in message or "peer" in message:
-        return records.UPSTREAM_RESET
-    return records.PROXY_ERROR
-
-
-def _request_id(flow: mhttp.HTTPFlow):
-    msg = jsonrpc.parse(content_of(flow.request)[0]).msg
-    return msg.get("id") if isinstance(msg, dict) else None
-
-
-def _mitm_headers(headers: list[tuple[str, str]]) -> mhttp.Headers:
-    return mhttp.Headers([(k.encode(), v.encode()) for k, v in headers])
-
-
-def _relocation(flow: mhttp.HTTPFlow) -> Relocation | None:
-    """In reverse mode the client talks to us, so an endpoint URL naming the upstream must name us instead."""
-    if not isinstance(flow.client_conn.proxy_mode, mode_specs.ReverseMode):
-        return None
-    host, port = flow.client_conn.sockname[:2]
-    host = f"[{host}]" if ":" in host else host
-    scheme = "https" if flow.client_conn.tls else "http"
-    return Relocation((flow.request.scheme, flow.request.host, flow.request.port), f"{scheme}://{host}:{port}")
-
-
-def _next_exchange(writer: Writer) -> int:
-    """Exchange numbers go on where an appended-to tape left off, so two runs never share one."""
-    if writer.existing is None:
-        return 0
-    numbers = [r["exchange"] for r in writer.existing.records if isinstance(r.get("exchange"), int)]
-    return max(numbers, default=-1) + 1

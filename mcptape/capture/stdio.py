@@ -2,10 +2,13 @@
 
 The client launches us instead of the server; we launch the server and relay its stdin, stdout and stderr
 byte for byte, each chunk forwarded as soon as it is read (no added buffering: a partial line goes straight
-through). Recording is off that path: a chunk is queued as it was read (with the time), goes on, and only then
-is it cut into lines, parsed, redacted and written. The queue is one for all three pipes and filled before
-forwarding, so the tape stays causal: the peer cannot answer a line before it is queued. We write nothing of our
-own to stdout, forward signals, and exit as the server did.
+through). Recording is off that path, in a process of its own (the tape writer, forked before the server starts):
+a chunk is handed to it as it was read (with the time) and goes on; only there is it cut into lines, parsed,
+redacted and written. A thread would share the interpreter's lock with the relay, and each message it parses would
+then stand between a read and its write: the relay ran at half a direct pipe's speed so. The hand-over is one pipe
+for all three streams, written before forwarding, so the tape stays causal: the peer cannot answer a line before it
+is on its way to the tape. We write nothing of our own to stdout, forward signals, and exit as the server did
+(after the tape writer finished).
 
 A line is gathered as a list of its parts (capture/bounded.py), so time stays linear in its length; one longer
 than a reader takes whole is recorded cut (its first bytes, size and SHA-256), never held whole, and always
@@ -18,29 +21,39 @@ must start fast (it imports neither mitmproxy nor asyncio machinery).
 from __future__ import annotations
 
 import errno
+import fcntl
 import functools
 import os
+import pickle
+import queue
 import signal
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 
 from .. import TOOL
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
 from .bounded import Bounded, body_limit
 
-_STDERR = "stderr"  # the queue's name for the server's stderr, beside records.C2S and records.S2C
+_STDERR = "stderr"  # the tape writer's name for the server's stderr, beside records.C2S and records.S2C
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _CHUNK = 65536
-# Chunks queued while another pump writes: past this many, a pump waits for the writer (memory stays bounded
-# when the tape is slower than the pipes).
-_QUEUE_MAX = 256
+# What goes to the tape writer: frames of (what, time, length) and the bytes; `what` is a pipe, or a record made
+# here (pickled). The pipe between is made large where the system allows, so bursts pass without waiting for the
+# writer; past it a pump waits (memory stays bounded when the tape is slower than the pipes).
+_FRAME = struct.Struct("<BdI")
+_PIPES = (records.C2S, records.S2C, _STDERR)
+_RECORD = len(_PIPES)
+_HANDOVER = 1 << 20
+_NICE = 10  # the tape can wait; the relay cannot: on a busy machine the writer gets what the relay leaves
+_GATHER = 0.01  # seconds the tape writer lets frames gather between reads (fewer wake-ups, larger writes)
+_BACKLOG = 32  # reads of the hand-over (up to _HANDOVER bytes each) the tape writer may hold while it writes
 
 
 class StdioRecorder:
@@ -48,13 +61,11 @@ class StdioRecorder:
         self.argv = argv
         self.writer = writer
         self.redactor = redactor or Redactor()
-        # What is to be recorded, in order: (time, pipe, chunk read; b"" at its end) or (time, None, record). The
-        # queue's lock is held only to read the time and append (so `t` never runs backwards); the writer's lock
-        # while records are written. Each pipe's line so far is the writer's (capture/bounded.py).
-        self._queue: deque[tuple[float, str | None, bytes | records.Record]] = deque()
-        self._queue_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self.failure: str | None = None  # set when the tape could not be written: relaying goes on regardless
+        # The hand-over to the tape writer (run() forks it): its lock is held only to read the time and write one
+        # frame, so frames go in the order their times say.
+        self._tape: int | None = None
+        self._tape_lock = threading.Lock()
+        self._tape_writer = 0
         # Live edits (edits.Editor): the plans for requests in flight, by id; the server's answers are then relayed
         # line by line (a line an edit may drop or change cannot go out half), under a lock (delayed lines are
         # written by timers).
@@ -64,79 +75,74 @@ class StdioRecorder:
         self._timers: list[threading.Timer] = []
         self._proc: subprocess.Popen | None = None
         self.limit = body_limit()
-        self._lines = {pipe: Bounded(self.limit) for pipe in (records.C2S, records.S2C, _STDERR)}
 
     def record(self, make: Callable[[float], records.Record]) -> None:
-        """Record now: `make` is called at once (it may read what its caller changes next), and this returns once
-        the record is written (the end of the run relies on it)."""
-        with self._queue_lock:
+        """Record now: `make` is called at once (it may read what its caller changes next)."""
+        with self._tape_lock:
             t = time.time()
             try:
-                made = make(t)
+                made = pickle.dumps(make(t), pickle.HIGHEST_PROTOCOL)
             except Exception as e:
-                self._stop(e)
+                _write_all(2, f"mcptape: recording failed ({type(e).__name__}: {e}); the server keeps running\n"
+                           .encode())
                 return
-            self._queue.append((t, None, made))
-        with self._lock:
-            self._write_queued()
+            self._hand_over(_RECORD, t, made)
 
     def queue(self, pipe: str, chunk: bytes) -> None:
-        """Record soon what was read from a pipe (b"": it ended), before it goes on."""
-        with self._queue_lock:
-            self._queue.append((time.time(), pipe, chunk))
+        """Record what was read from a pipe (b"": it ended), before it goes on."""
+        with self._tape_lock:
+            self._hand_over(_PIPES.index(pipe), time.time(), chunk)
 
-    def drain(self) -> None:
-        """Write what is queued. A pump does not wait here for another (unless the queue is long): whoever holds
-        the writer's lock writes what was queued meanwhile too (it looks again after letting go)."""
-        while self._queue and self._lock.acquire(blocking=len(self._queue) > _QUEUE_MAX):
-            try:
-                self._write_queued()
-            finally:
-                self._lock.release()
+    def _hand_over(self, what: int, t: float, data: bytes) -> None:
+        if self._tape is not None and not _write_all(self._tape, _FRAME.pack(what, t, len(data)), data):
+            os.close(self._tape)
+            self._tape = None  # the tape writer is gone (it said why): relaying goes on
 
-    def _write_queued(self) -> None:
-        """Everything queued, in one write (under the writer's lock)."""
-        queued = []
-        while self._queue:
-            queued.append(self._queue.popleft())
-        if self.failure is not None:
-            return
+    def _start_tape_writer(self) -> None:
+        """Fork the process that writes the tape, before the server starts (so it holds none of the server's
+        pipes). It lives until the hand-over ends (run's end, or ours), whatever signal the client sends us."""
+        read_end, write_end = os.pipe()
         try:
-            made: list[records.Record] = []
-            for t, pipe, item in queued:
-                if pipe is None:
-                    made.append(item)
-                else:
-                    self._cut(t, pipe, item, made)
-            self.writer.write_many([self.redactor.record(record) for record in made])
-        except Exception as e:
-            self._stop(e)
-
-    def _cut(self, t: float, pipe: str, chunk: bytes, made: list[records.Record]) -> None:
-        """The records of the lines a chunk ends; at the pipe's end (b""), of a last line without its newline."""
-        line = self._lines[pipe]
-        if not chunk:
-            if line.size:
-                made.append(_line(t, pipe, line, partial=True))
-                line.clear()
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _HANDOVER)
+        except (AttributeError, OSError):  # not Linux, or past /proc/sys/fs/pipe-max-size: the default pipe
+            pass
+        pid = os.fork()
+        if pid:
+            os.close(read_end)
+            self._tape, self._tape_writer = write_end, pid
             return
-        if not line.size and chunk.endswith(b"\n") and len(chunk) <= self.limit:  # whole lines, none to cut
-            made.extend(_whole_line(t, pipe, data) for data in chunk[:-1].split(b"\n"))
-            return
-        for part, ended in _lines(chunk):
-            line.add(part)
-            if ended:
-                made.append(_line(t, pipe, line))
-                line.clear()
+        code = 1
+        try:
+            os.close(write_end)
+            for sig in FORWARDED:
+                signal.signal(sig, signal.SIG_IGN)
+            os.nice(_NICE)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 0)
+            os.dup2(devnull, 1)  # the client's stdout is the server's alone, and its end is not ours to hold
+            _TapeWriter(self.writer, self.redactor, self.limit).run(read_end)
+            code = 0
+        finally:
+            os._exit(code)  # never the parent's exit path (it closes the tape)
 
-    def _stop(self, e: Exception) -> None:
-        # A full disk must not break the client's server: say so once, keep relaying.
-        if self.failure is None:
-            self.failure = f"{type(e).__name__}: {e}"
-            _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
+    def _end_tape_writer(self) -> None:
+        if self._tape_writer:
+            with self._tape_lock:
+                if self._tape is not None:
+                    os.close(self._tape)
+                    self._tape = None
+            os.waitpid(self._tape_writer, 0)
+            self._tape_writer = 0
 
     def run(self) -> int:
         """Run the server to its end. Returns its exit code, or minus the signal that ended it."""
+        self._start_tape_writer()
+        try:
+            return self._run()
+        finally:
+            self._end_tape_writer()
+
+    def _run(self) -> int:
         self.record(lambda t: records.capture_start(t, TOOL, {"stdio": self.argv, "cwd": os.getcwd()},
                                                    self.redactor.describe()))
         try:
@@ -166,13 +172,17 @@ class StdioRecorder:
             pump.join(timeout=5)  # a grandchild may hold the pipes open; do not wait for it forever
         for timer in self._timers:
             timer.join()  # a delayed answer still goes out
+        if not pumps[1].is_alive():  # all the server said went on: the client sees its end now, not once it is taped
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
         name = signal.Signals(-returncode).name if returncode < 0 else None
         self.record(lambda t: records.stdio_exit(t, returncode if returncode >= 0 else None, name))
         self.record(lambda t: records.capture_stop(t, "server exited"))
         return returncode
 
     def _pump(self, src: int, dst: int, direction: str, at_eof: Callable[[], None] | None) -> None:
-        """Queue each chunk, forward it, then write what is queued (see the module's doc). With live edits, each
+        """Hand each chunk to the tape writer, then forward it (see the module's doc). With live edits, each
         request is planned before it goes on, so its answer finds the plan. A dead reader does not stop the
         recording."""
         planned = Bounded(self.limit) if self.editor is not None and direction == records.C2S else None
@@ -199,7 +209,6 @@ class StdioRecorder:
                         passing = False
             if dst_alive and out:
                 dst_alive = _write_all(dst, out)
-            self.drain()
         if planned is not None and planned.size and not passing and dst_alive:
             _write_all(dst, planned.whole())  # the last bytes, with no newline after them
         self.queue(direction, b"")
@@ -299,9 +308,84 @@ class StdioRecorder:
         while chunk := _read(src):
             self.queue(_STDERR, chunk)
             _write_all(2, chunk)
-            self.drain()
         self.queue(_STDERR, b"")
-        self.drain()
+
+
+class _TapeWriter:
+    """The tape writer's side of the hand-over (in its own process): the frames as they come, each pipe's chunks cut
+    into lines, every record redacted, and all that one read brought written at once."""
+
+    def __init__(self, writer: Writer, redactor: Redactor, limit: int) -> None:
+        self.writer, self.redactor, self.limit = writer, redactor, limit
+        self._lines = [Bounded(limit) for _ in _PIPES]  # each pipe's line so far
+        self.failure: str | None = None
+
+    def run(self, fd: int) -> None:
+        """Write what comes until the hand-over ends. A thread of its own reads it ahead (up to _BACKLOG reads), so
+        the relay does not wait on a line being hashed or a slow disk until that much is behind."""
+        reads: queue.Queue[bytes] = queue.Queue(_BACKLOG)
+        threading.Thread(target=_read_ahead, args=(fd, reads), daemon=True).start()
+        pending = bytearray()
+        while data := reads.get():
+            pending += data
+            made: list[records.Record] = []
+            at = 0
+            with memoryview(pending) as view:
+                while len(view) - at >= _FRAME.size:
+                    what, t, size = _FRAME.unpack_from(view, at)
+                    end = at + _FRAME.size + size
+                    if end > len(view):
+                        break
+                    item = view[at + _FRAME.size:end].tobytes()
+                    at = end
+                    if self.failure is None:
+                        try:
+                            if what == _RECORD:
+                                made.append(pickle.loads(item))
+                            else:
+                                self._cut(t, what, item, made)
+                        except Exception as e:
+                            self._stop(e)
+            del pending[:at]
+            self._write(made)
+
+    def _write(self, made: list[records.Record]) -> None:
+        if self.failure is None and made:
+            try:
+                self.writer.write_many([self.redactor.record(record) for record in made])
+            except Exception as e:
+                self._stop(e)
+
+    def _cut(self, t: float, what: int, chunk: bytes, made: list[records.Record]) -> None:
+        """The records of the lines a chunk ends; at the pipe's end (b""), of a last line without its newline."""
+        line, pipe = self._lines[what], _PIPES[what]
+        if not chunk:
+            if line.size:
+                made.append(_line(t, pipe, line, partial=True))
+                line.clear()
+            return
+        if not line.size and chunk.endswith(b"\n") and len(chunk) <= self.limit:  # whole lines, none to cut
+            made.extend(_whole_line(t, pipe, data) for data in chunk[:-1].split(b"\n"))
+            return
+        for part, ended in _lines(chunk):
+            line.add(part)
+            if ended:
+                made.append(_line(t, pipe, line))
+                line.clear()
+
+    def _stop(self, e: Exception) -> None:
+        # A full disk must not break the client's server: say so once, keep relaying (the hand-over is still read).
+        if self.failure is None:
+            self.failure = f"{type(e).__name__}: {e}"
+            _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
+
+
+def _read_ahead(fd: int, reads: queue.Queue) -> None:
+    while data := _read(fd, _HANDOVER):
+        reads.put(data)
+        if len(data) < _CHUNK:
+            time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
+    reads.put(b"")
 
 
 class StartError(Exception):
@@ -343,22 +427,25 @@ def _start(target: Callable, *args: object) -> threading.Thread:
     return thread
 
 
-def _read(fd: int) -> bytes:
+def _read(fd: int, size: int = _CHUNK) -> bytes:
     try:
-        return os.read(fd, _CHUNK)
+        return os.read(fd, size)
     except OSError:
         return b""
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except OSError as e:
-            if e.errno in (errno.EPIPE, errno.EBADF, errno.EINVAL):
-                return False
-            raise
+def _write_all(fd: int, data: bytes, more: bytes = b"") -> bool:
+    """Write all of data (and then more, in the same system call while it fits); False when the reader is gone."""
+    try:
+        done = os.writev(fd, (data, more)) if more else os.write(fd, data)
+        if done < len(data) + len(more):  # a full pipe taking part, or a signal: the rest as it goes
+            view = memoryview(data + more)[done:]
+            while view:
+                view = view[os.write(fd, view):]
+    except OSError as e:
+        if e.errno in (errno.EPIPE, errno.EBADF, errno.EINVAL):
+            return False
+        raise
     return True
 
 

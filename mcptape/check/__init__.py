@@ -10,7 +10,8 @@ from ..model import Model, Observer, collector_paused
 from ..tape.file import Reader
 from . import spec
 from .config import Config
-from .rules import SEVERITIES, Finding, all_rules
+from .finding import SEVERITIES, Finding
+from .rules import all_rules
 
 
 def check(paths: list[str], watchers: list[Observer] = ()) -> Iterator[Finding]:

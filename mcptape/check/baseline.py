@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from .rules import Finding
+from .finding import Finding
 
 FORMAT = "mcptape-baseline"
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .requirements import REGISTRY
-from .rules import SEVERITIES, Finding
+from .finding import SEVERITIES, Finding
 
 OFF = "off"
 FAIL_ON = (*SEVERITIES, "never")

@@ -29,7 +29,7 @@ from typing import Any
 from ..model import LEGACY_SSE, Call, Model, Observer, Recent, Seen
 from ..tape import records
 from . import spec
-from .rules import Finding, about_call
+from .finding import Finding, about_call
 
 _C2S, _S2C = records.C2S, records.S2C
 

@@ -3,7 +3,7 @@
 Calls are aligned by (session order, direction, method, ordinal): the 3rd `tools/call` the client sent in the
 2nd session of A meets the 3rd one in the 2nd session of B. What always differs between two runs (JSON-RPC ids,
 session ids, progress tokens, timestamps) is never compared, nor a redacted value against what stands in its place
-(redact.blend); `--ignore POINTER` drops more. Pairs are compared for equality first; deepdiff (imported only
+(blend.py); `--ignore POINTER` drops more. Pairs are compared for equality first; deepdiff (imported only
 then) explains the pairs that differ.
 """
 
@@ -16,10 +16,12 @@ from typing import Any
 
 from ..facts import Outcome
 from ..model import Call, Model, Observer, collector_paused
-from ..redact import blend
+from ..blend import blend
 from ..wire import jsonrpc, pointer
-from ..tape.file import Reader, decode_payload, pack
-from .rules import Finding, all_rules
+from ..tape.codec import decode_payload, pack
+from ..tape.file import Reader
+from .finding import Finding
+from .rules import all_rules
 
 Key = tuple[int, str, str, int]  # (session order, dir, method, ordinal)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..model import Call, Model, Observer, Seen
 from ..wire import jsonrpc
-from .rules import Finding, broke, broke_call, on_protocol_channel
+from .finding import Finding, broke, broke_call, on_protocol_channel
 
 
 class Envelope(Observer):

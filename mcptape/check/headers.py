@@ -13,7 +13,7 @@ from ..tape import records
 from ..wire import header_value, http
 from ..wire.header_value import quote
 from . import spec
-from .rules import Finding, about_record
+from .finding import Finding, about_record
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # method -> the param Mcp-Name repeats
 PARAM_PREFIX = "mcp-param-"

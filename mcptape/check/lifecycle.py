@@ -16,7 +16,7 @@ from ..model import LEGACY_SSE, STDIO, Call, Model, Observer, Seen, Session
 from ..tape import records
 from ..wire import jsonrpc
 from .requirements.capabilities import NEEDS, NEEDS_SINCE
-from .rules import Finding, broke, broke_call
+from .finding import Finding, broke, broke_call
 
 _C2S, _S2C = records.C2S, records.S2C
 _FIRST = (STDIO, LEGACY_SSE)  # transports where the tape shows the client's very first message

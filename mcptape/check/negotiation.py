@@ -20,7 +20,7 @@ from typing import Any
 
 from ..model import STATELESS, Call, Model, Observer, Seen, refusal_text
 from ..tape import records
-from .rules import Finding, about_call, about_record
+from .finding import Finding, about_call, about_record
 from . import spec
 
 MODERN_ERRORS = {-32020: "HeaderMismatch", -32021: "MissingRequiredClientCapability",

@@ -69,6 +69,10 @@ FALLBACK_HTTP = ('2026-07-28 Transports › Streamable HTTP › Backward Compati
 FALLBACK_STDIO = ('2026-07-28 Transports › stdio › Backward Compatibility: "The server returns any other error, or '
                   'does not respond within a reasonable timeout: the server is legacy. Fall back to the initialize '
                   'handshake"; "The fallback MUST NOT be keyed to one specific error code"')
+SSE_DETECTION = ('2026-07-28 Transports › Streamable HTTP › Backward Compatibility › HTTP+SSE Transport: "If it fails '
+                 'with HTTP status code 400 Bad Request, 404 Not Found, or 405 Method Not Allowed and the response '
+                 'body is not a recognized modern JSON-RPC error [...] Issue a GET request to the server URL, '
+                 'expecting that this will open an SSE stream and return an endpoint event as the first event"')
 STAY_MODERN = ('2026-07-28 Transports › Streamable HTTP › Backward Compatibility: "If the body contains a recognized '
                'modern JSON-RPC error, the server speaks a modern version of MCP — retry using the advertised '
                'supported versions or correct the request, rather than falling back"; stdio: "Do not fall back to '

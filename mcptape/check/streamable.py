@@ -10,7 +10,7 @@ import re
 from ..model import LEGACY_SSE, STREAMABLE, Model, Observer, Seen
 from ..tape import records
 from ..wire import http, jsonrpc
-from .rules import Finding, broke
+from .finding import Finding, broke
 
 _REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
 

@@ -24,7 +24,9 @@ from ..tape import records
 from ..wire import jsonrpc
 from .requirements import REGISTRY, Requirement
 from .features import LISTS, content_items, list_of
-from .rules import Finding
+from .finding import Finding
+from .modern import REVISION as MODERN
+from .modern import meta_of
 from .streamable import is_revision
 
 
@@ -117,6 +119,8 @@ class Exercise(Observer):
 
     def call(self, call: Call, model: Model) -> None:
         method, response = call.method, call.response
+        if call.session.version == MODERN:
+            self._modern(call)
         if method not in _FEATURES or not isinstance(response, dict):
             return None
         facts = self.facts.setdefault(call.tape, {"record"})
@@ -147,6 +151,12 @@ class Exercise(Observer):
                 facts.add("output-schema-call")
         elif method == "elicitation/create" and params.get("mode") == "url":
             facts.add("elicitation-url")
+        elif method == "sampling/createMessage":
+            for message in list_of(params.get("messages")):
+                content = message.get("content") if isinstance(message, dict) else None
+                for item in content if isinstance(content, list) else [content]:
+                    if isinstance(item, dict) and item.get("type") in ("tool_use", "tool_result"):
+                        facts.add(item["type"].replace("_", "-"))
         for item in content_items(method, response):
             kind = item.get("type")
             if kind in ("image", "audio"):
@@ -154,6 +164,19 @@ class Exercise(Observer):
             elif kind == "resource":
                 facts.add("embedded-resource")
         return None
+
+    def _modern(self, call: Call) -> None:
+        """2026-07-28's facts: a multi round-trip request's interim result and its retry, a trace context."""
+        facts = self.facts.setdefault(call.tape, {"record"})
+        params = (call.request or {}).get("params")
+        if isinstance(params, dict):
+            if "inputResponses" in params or "requestState" in params:
+                facts.add("retry")
+            if "traceparent" in meta_of(call.request):
+                facts.add("traceparent")
+        result = call.response.get("result") if isinstance(call.response, dict) else None
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            facts.add("input-required")
 
 
 _FACTS: dict = {}

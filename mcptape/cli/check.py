@@ -39,7 +39,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
       mcptape check *.mcptape --write-baseline base.json && mcptape check *.mcptape --baseline base.json
       mcptape check run.mcptape --require-redacted     # before attaching it to a bug report
     """
-    from ..check import at_or_above, config, report, run
+    from ..check import at_or_above, config, formatting, run
     from ..check import baseline as baselines
     from ..terminal import safe, safe_json
 
@@ -63,12 +63,12 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
 
         failing = tuple(v.value for v, severity in ((Verdict.FAIL, "error"), (Verdict.WARN, "warning"))
                         if at_or_above(severity, fail_on))
-        click.echo(report.junit(outcome.rows, outcome.failing, failing), nl=False)
+        click.echo(formatting.junit(outcome.rows, outcome.failing, failing), nl=False)
     elif fmt == "text":
         from ..show import ERROR, WARNING, paint
 
         colour = use_colour(colour)
-        lines = report.text(findings, list(tapes))
+        lines = formatting.text(findings, list(tapes))
         if outcome.rows is not None:  # the findings, then the table
             from itertools import chain
 
@@ -84,7 +84,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
     else:
         from ..tape import json_form
 
-        doc = report.as_json(findings, list(tapes)) if fmt == "json" else report.sarif(findings, list(tapes))
+        doc = formatting.as_json(findings, list(tapes)) if fmt == "json" else formatting.sarif(findings, list(tapes))
         if fmt == "json" and outcome.rows is not None:
             from ..check import verdicts
 
@@ -104,7 +104,7 @@ def check(tapes, fmt, fail_on, requirements, baseline, write_baseline, require_r
 
 
 def _unredacted(tape: str):
-    from ..redact import unredacted
+    from ..redact.tapes import unredacted
     from ..tape.file import Reader
 
     reader = Reader(tape)

@@ -30,7 +30,7 @@ def export(tape, fmt, output, force):
 
 
 def _export(tape: str, fmt: str, output: str | None, force: bool = False) -> None:
-    from .. import har
+    from ..formats import har
     from ..tape import json_form
     from ..tape.file import Reader
 
@@ -42,7 +42,7 @@ def _export(tape: str, fmt: str, output: str | None, force: bool = False) -> Non
             else:
                 from io import BytesIO
 
-                from .. import flowfile
+                from ..formats import flowfile
 
                 out = BytesIO()  # whole before anything is written: a stdio tape is refused first
                 flowfile.write(reader, out)
@@ -111,7 +111,7 @@ def bundle(tapes, output, force, redact, allow_secrets):
       mcptape check bug.zip
       mcptape replay bug.zip --listen 127.0.0.1:8765
     """
-    from ..bundle import Refused, make
+    from ..formats.bundle import Refused, make
     from ..output import Output
 
     Output(output, force)  # refused before the work, not after

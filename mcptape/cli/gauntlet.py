@@ -15,7 +15,10 @@ from .options import guard_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CLIENT [ARGS]...")
 @click.option("--faults", metavar="LIST", help="Comma-separated faults to run (default: every one that applies): "
                                                "expire-session, session-not-found-401, restart-server, status-429, "
-                                               "status-503, drop, delay, close-stream, reset, malformed, duplicate.")
+                                               "status-503, drop, delay, close-stream, reset, malformed, duplicate; "
+                                               "where the client probed (docs/negotiation.md): probe-400, "
+                                               "probe-400-32600, probe-400-32602, probe-404, probe-405, probe-32601, "
+                                               "probe-silent, probe-exit.")
 @click.option("--at", "at", metavar="LIST", help="Comma-separated positions, any selector of the edit language "
                                                  "(default: each request after the handshake), e.g. tools/call#2.")
 @click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(0, min_open=True), metavar="S",

@@ -109,8 +109,8 @@ def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -
 def _import_capture(source: str, output: str, force: bool, data: bytes | dict, kind: str) -> None:
     """A flow file's bytes or a HAR document, through the recorder's capture, into a tape."""
     from .. import TOOL
-    from ..capture import imported
-    from ..redact import Redactor
+    from ..formats import imported
+    from ..redact.redactor import Redactor
     from ..tape import records
     from ..terminal import safe
 
@@ -155,7 +155,7 @@ def redact(source, output, force, redact_header, redact_path, keep_path):
       mcptape check shared.mcptape --require-redacted
     """
     from ..output import Output
-    from ..redact import redacted_tape
+    from ..redact.tapes import redacted_tape
     from ..tape.file import Reader
 
     if os.path.exists(source) and os.path.exists(output) and os.path.samefile(source, output):

@@ -41,7 +41,7 @@ def guard_options(command):
 
 
 def make_redactor(redact_header, redact_path, keep_path, no_redact=False):
-    from ..redact import Redactor
+    from ..redact.redactor import Redactor
 
     try:
         redactor = Redactor(redact_header, not no_redact, keep_path, redact_path)

@@ -17,7 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .faults import FAULTS, Fault, not_applicable, pick
+from .faults import FAULTS, Fault, not_applicable, pick, placed
+from .negotiation import probed
 from .runner import (CLEAN, ERROR, FAILED, HUNG, NOT_APPLICABLE, NOT_REACHED, RECOVERED, SURFACED, VERDICTS, Baseline,
                      Processes, Run, baseline, check_stdio_replay, recorded_requests, reproduce, run_one, uses_stdio)
 
@@ -133,9 +134,11 @@ class Gauntlet:
         self.stateless = not self.stdio and not replayer.session_era and not replayer.legacy
         event_ids = any("id" in e for a in self.recording.answers for e in a.events)
         self.why_not = {f.name: not_applicable(f, session_era=replayer.session_era, legacy=replayer.legacy,
-                                               stdio=self.stdio, event_ids=event_ids) for f in self.faults}
-        applicable = sum(1 for why in self.why_not.values() if why is None) or 1
-        keep = max(1, max_runs // applicable)
+                                               stdio=self.stdio, event_ids=event_ids, probed=probed(self.recording))
+                        for f in self.faults}
+        once = sum(1 for f in self.faults if f.probe and self.why_not[f.name] is None)  # one run each, at the probe
+        applicable = sum(1 for f in self.faults if not f.probe and self.why_not[f.name] is None) or 1
+        keep = max(1, (max_runs - once) // applicable)
         self.positions, self.left_out = wanted[:keep], max(0, len(wanted) - keep)
         self.processes = Processes()
         self.baseline: Baseline | None = None
@@ -146,7 +149,7 @@ class Gauntlet:
         running and returns the runs finished by then, with `stopped` set."""
         result = Result(self.tape, self.command, self.stdio, self.timeout, self.positions, left_out=self.left_out,
                         ignore=self.ignore, match_meta=self.match_meta)
-        cells = [(f, at) for f in self.faults for at in self.positions]
+        cells = placed(self.faults, self.positions)
         with tempfile.TemporaryDirectory(prefix="mcptape-gauntlet-") as scratch:
             root = Path(self.logs or scratch)
             pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1)

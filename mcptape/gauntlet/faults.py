@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..check import spec
+
 # what a recovered client shows in its log after the fault (runner.py looks for it)
 REINITIALIZE = "reinitialize"  # a new initialize, without the dead session id
 RESUME = "resume"  # a GET with Last-Event-ID
@@ -19,6 +21,7 @@ RETRY_AFTER = "retry-after"  # the same request again, no sooner than Retry-Afte
 RESEND = "resend"  # the same request again
 CANCEL = "cancel"  # notifications/cancelled for the request (or, on 2026-07-28, its POST closed)
 GO_ON = "go-on"  # nothing more than carrying on: the rest of the conversation as recorded
+FALL_BACK = "fall-back"  # initialize after the refused probe (negotiation.py judges it from the model's calls)
 
 # what the runner reads in the replay log for each kind of evidence (the scorecard prints it)
 EVIDENCE = {
@@ -32,6 +35,10 @@ EVIDENCE = {
             "the client counts too (a disconnect does not before it: \"Disconnection SHOULD NOT be interpreted as "
             "the client cancelling\")",
     GO_ON: "the rest of the conversation as the clean run had it",
+    FALL_BACK: "an initialize after the refused server/discover (over stdio, to the server the client started "
+               "again, if it did), or after a 400/404/405 the GET that looks for an HTTP+SSE endpoint event; then each "
+               "method the recorded conversation has, once at least, but those of 2026-07-28 alone (the replay "
+               "derives the handshake from the recorded discover answer)",
 }
 SESSION_RULES = ("no-reinitialize", "dead-session-reuse")
 
@@ -52,6 +59,8 @@ class Fault:
     session: bool = False  # only where sessions exist (Streamable HTTP of 2025-03-26 to 2025-11-25)
     resumable: bool = False  # only where streams resume (the same era; not legacy HTTP+SSE, not 2026-07-28)
     judged_by: tuple[str, ...] = ()  # findings that count although they rest on the injected answer
+    probe: bool = False  # refuses the client's probe: one run, at negotiation.PROBE, only where the client probed
+    stdio_only: bool = False  # only where the client starts its server (a process that can exit)
 
     @property
     def evidence(self) -> str:
@@ -104,7 +113,51 @@ FAULTS: tuple[Fault, ...] = (
           "JSON-RPC 2.0 §5 (one response per request); the spec is silent on the client's recovery; this is "
           "common practice"),
 )
+# An older server meets a 2026-07-28 auto client: each a way real servers refuse the probe (docs/negotiation.md).
+FALL_BACK_HTTP = ("the client falls back to initialize on the same URL (or to HTTP+SSE, as the spec's detection "
+                  "allows after this status), then the rest of the conversation as recorded")
+FALL_BACK_ANY = "the client falls back to initialize, then the rest of the conversation as recorded"
+FIELD_400 = ("met in the field: the Python SDK's auto mode fell back only on -32601/-32001 while legacy servers "
+             "answer HTTP 400 (python-sdk PR #2950); the spec was changed so that a fallback is not keyed to one "
+             "error code (spec PR #2844)")
+FIELD_ODD = ("met in the field: the Rust SDK's auto mode broke against hosted servers that answered the probe in a "
+             "way it did not expect (rust-sdk #1040)")
+FAULTS += (
+    Fault("probe-400", "refuse-discover status=400", FALL_BACK, FALL_BACK_HTTP,
+          f"{spec.FALLBACK_HTTP}; {FIELD_400}", probe=True),
+    Fault("probe-400-32600", "refuse-discover status=400 code=-32600", FALL_BACK, FALL_BACK_HTTP,
+          f"{spec.FALLBACK_HTTP} (-32600 INVALID_REQUEST is JSON-RPC's, not a modern error); {FIELD_ODD}",
+          probe=True),
+    Fault("probe-400-32602", "refuse-discover status=400 code=-32602", FALL_BACK, FALL_BACK_HTTP,
+          f"{spec.FALLBACK_HTTP}; {spec.FALLBACK_STDIO} (legacy servers answer \"commonly -32601 or -32602\"); "
+          f"{FIELD_400}", probe=True),
+    Fault("probe-404", 'refuse-discover status=404 body="Invalid session ID"', FALL_BACK, FALL_BACK_HTTP,
+          f"{spec.SSE_DETECTION}; met in the field: a hosted server answering 404 \"Invalid session ID\" broke the "
+          "C# SDK's connection (csharp-sdk PR #1766)", probe=True),
+    Fault("probe-405", "refuse-discover status=405", FALL_BACK, FALL_BACK_HTTP,
+          f"{spec.SSE_DETECTION} (a legacy HTTP+SSE endpoint answers a POST with 405)", probe=True),
+    Fault("probe-32601", "refuse-discover code=-32601", FALL_BACK, FALL_BACK_ANY,
+          f"{spec.FALLBACK_STDIO} (legacy servers answer \"commonly -32601 or -32602\"); {spec.FALLBACK_HTTP}",
+          probe=True),
+    Fault("probe-silent", "refuse-discover answer=none", FALL_BACK,
+          "the client stops waiting for the probe in a reasonable time and falls back to initialize, then the rest "
+          "as recorded",
+          f"{spec.FALLBACK_STDIO} (legacy servers answer with \"implementation-defined errors [...] or not at all\")",
+          probe=True),
+    Fault("probe-exit", "refuse-discover answer=exit", FALL_BACK,
+          "the client starts the server again and initializes it without probing, then the rest as recorded "
+          "(a client that reports the dead server and exits is surfaced: that process cannot be fallen back on)",
+          f"{spec.FALLBACK_STDIO}; met in the field: the Go SDK's stdio server exits on the probe, so no fallback "
+          "is possible on that process (go-sdk #1177)", probe=True, stdio_only=True),
+)
 BY_NAME = {fault.name: fault for fault in FAULTS}
+
+
+def placed(faults: list[Fault], positions: list[str]) -> list[tuple[Fault, str]]:
+    """(fault, position) for each run: every position for most faults, the probe alone for a negotiation fault."""
+    from .negotiation import PROBE
+
+    return [(f, at) for f in faults for at in ([PROBE] if f.probe else positions)]
 
 
 def pick(names: list[str] | None) -> list[Fault]:
@@ -122,11 +175,17 @@ NO_EVENT_IDS = ("the tape's SSE events carry no ids (the recorded server offered
 
 
 def not_applicable(fault: Fault, *, session_era: bool, legacy: bool, stdio: bool,
-                   event_ids: bool = True) -> str | None:
+                   event_ids: bool = True, probed: bool = False) -> str | None:
     """Why the fault cannot happen to this client on this tape, or None when it can. `event_ids`: the tape's SSE
-    events carry ids (without them mcptape would have to make up a resumption the server never offered)."""
+    events carry ids (without them mcptape would have to make up a resumption the server never offered);
+    `probed`: the tape's client probed with server/discover (negotiation.probed)."""
     from ..edits import EditError, check_transport, parse
+    from .negotiation import NOT_PROBED
 
+    if fault.probe and not probed:
+        return NOT_PROBED
+    if fault.stdio_only and not stdio:
+        return "only a server the client starts can exit on the probe (over HTTP, see reset)"
     if fault.session and not session_era:
         return ("legacy HTTP+SSE has no session-expiry signal" if legacy
                 else "no sessions: the tape's traffic is stateless")

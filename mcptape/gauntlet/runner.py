@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from ..check import check
-from ..check.rules import Finding
+from ..check.finding import Finding
 from ..tape import records
 from ..tape.file import Reader, TapeError
 from ..wire import http
 from . import faults as catalogue
 from .faults import Fault
+from .negotiation import after_fallback, fallback_missing
 
 RECOVERED, SURFACED, FAILED, HUNG = "recovered", "surfaced", "failed", "hung"
 NOT_REACHED, NOT_APPLICABLE, ERROR = "not-reached", "n/a", "error"
@@ -340,6 +341,7 @@ def classify(run: Run, recorded: Counter, logs: list[str], clean: Baseline | Non
         _note_misses(run)
         return
     expected = recorded if clean is None else Counter({m: min(n, clean.asked[m]) for m, n in recorded.items()})
+    expected = after_fallback(expected) if run.fault.probe else expected
     missing = _left_out(expected, messages)
     new_misses = [m for m in run.misses if clean is None or m not in clean.run.misses]  # the clean run's are its own
     if evidence is None and run.exit == 0 and not missing and not new_misses:
@@ -467,6 +469,8 @@ def _evidence(fault: Fault, edit: dict, log: list[dict], messages: list[tuple[di
               stateless: bool = False) -> tuple[str | None, str | None]:
     """(what a recovered client would have done and this one did not, or None; a protocol fault in the recovery,
     or None) after the edit fired."""
+    if fault.expects == catalogue.FALL_BACK:
+        return fallback_missing(log), None
     after = edit["t"]
     later = [(r, m) for r, m in messages if r["t"] >= after and _from_client(r)]
 

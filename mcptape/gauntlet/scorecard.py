@@ -28,8 +28,12 @@ CELL = {RECOVERED: "✅ recovered", SURFACED: "🟡 surfaced", FAILED: "❌ fail
 def _grid(result: Result) -> tuple[list[str], list[list[str]]]:
     by_cell = {(r.fault.name, r.at): r.verdict for r in result.runs}
     faults = list(dict.fromkeys(r.fault.name for r in result.runs))
-    rows = [[name, *(by_cell.get((name, at), "") for at in result.positions)] for name in faults]
-    return ["fault", *result.positions], rows
+    # a negotiation fault's one run is at the probe, a column of its own; a position no run is at has none
+    ran = {r.at for r in result.runs}
+    columns = [at for at in dict.fromkeys([*(r.at for r in result.runs if r.fault.probe), *result.positions])
+               if at in ran]
+    rows = [[name, *(by_cell.get((name, at), "") for at in columns)] for name in faults]
+    return ["fault", *columns], rows
 
 
 def _baseline(result: Result) -> list[str]:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..check.diff import Difference
-from ..redact import PSEUDONYM
+from ..redact.pseudonym import PSEUDONYM
 from . import script as scripted
 
 
@@ -110,7 +110,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
         finally:
             writer.close()
         try:
-            differences = diff(tape, out, list(ignore))  # a redacted value matches anything (redact.blend)
+            differences = diff(tape, out, list(ignore))  # a redacted value matches anything (mcptape/blend.py)
         except ValueError as e:
             raise VerifyError(str(e)) from None
         sent = sum(1 for s in script.steps for m in _messages(s) if "id" in m and "method" in m)

@@ -20,7 +20,8 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 from .. import TOOL
 from ..capture.http import HttpCapture, Scope
-from ..redact import PSEUDONYM, Redactor
+from ..redact.pseudonym import PSEUDONYM
+from ..redact.redactor import Redactor
 from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import http, jsonrpc, pointer

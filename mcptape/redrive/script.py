@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import STDIO, Model, Observer, Seen
-from ..redact import PSEUDONYM
+from ..redact.pseudonym import PSEUDONYM
 from ..tape import records
 from ..tape.file import Reader
 from ..wire import http, jsonrpc

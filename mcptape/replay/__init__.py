@@ -58,7 +58,7 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
     from ..guard import Guard
-    from ..redact import Redactor
+    from ..redact.redactor import Redactor
     from ..tape import records
     from ..tape.file import Writer
     from .http import HttpReplay

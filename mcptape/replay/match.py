@@ -2,7 +2,7 @@
 
 A live request matches a recorded one when the methods are equal and the params are equal as JSON values, after
 dropping what differs from run to run and what the user said to ignore (JSON pointers); a redacted value in the
-recording matches any live value at its position (redact.blend). `params._meta` is metadata, not the request: by
+recording matches any live value at its position (blend.py). `params._meta` is metadata, not the request: by
 default only its keys with protocol meaning are compared (`protocol_meta`, docs/matching.md); `match_meta` compares
 every key but the volatile ones (jsonrpc.VOLATILE_KEYS), as a replay did before.
 Unused answers are taken in recorded order; once all are used, the last one serves again. A miss names the
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..redact import blend
+from ..blend import blend
 from ..wire import jsonrpc, pointer
 from .recorded import Answer
 

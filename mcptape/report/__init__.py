@@ -1,6 +1,6 @@
 """`mcptape report`: one page that tells what happened in tapes, for people (Markdown with Mermaid, a
 self-contained HTML page), for programs (JSON), or the diagram alone (Mermaid). Findings come from `check`;
-the page report lives here, the findings' own formats (text, JSON, SARIF) in check/report.py."""
+the page report lives here, the findings' own formats (text, JSON, SARIF) in check/formatting.py."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from typing import BinaryIO
 
-from .file import ZIP_MAGIC, TapeError, number
+from .codec import ZIP_MAGIC, TapeError, number
 
 TAPES = "tapes/"
 MAX_MEMBERS = 10_000  # entries in the archive's directory

@@ -1,24 +1,21 @@
 """A tape as JSON, and back: `{"mcptape": FORMAT, "header": {...}, "records": [...]}`, or JSON Lines (header
 first). Raw bytes become base64 under `raw_b64`; every record gains its `seq`. The round trip is lossless.
 
-The standard library writes the JSON; simplejson only when a value holds a Decimal (a number a double cannot
-hold), because it can emit the exact literal it was read from and the standard library cannot.
+JSON text is written by wire/jsonrpc.py's `dumps` (exact numbers), the one writer every module uses.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import sys
 from collections.abc import Iterable, Iterator
 from itertools import count
 from typing import Any
 
-import simplejson
-
 from ..wire import jsonrpc
+from ..wire.jsonrpc import dumps
 from . import records
-from .file import FORMAT, Record
+from .codec import FORMAT, Record
 
 
 def record_to_json(record: Record, seq: int | None) -> Record:
@@ -41,27 +38,6 @@ def record_from_json(record: Record) -> Record:
         else:
             out[key] = value
     return out
-
-
-def dumps(value: Any, indent: int | None = None) -> str:
-    try:
-        return _dumps(value, indent)
-    except RecursionError:
-        # Indented JSON is written by the standard library's Python encoder, a frame or two per level: a record
-        # nested as deep as the reader admits (1,000 levels) needs more than Python 3.12's default limit.
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 10_000))
-        try:
-            return _dumps(value, indent)
-        finally:
-            sys.setrecursionlimit(limit)
-
-
-def _dumps(value: Any, indent: int | None) -> str:
-    try:  # the standard library's C encoder, for the common case
-        return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    except TypeError:  # a Decimal somewhere: only simplejson writes it back as its exact literal
-        return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
 
 
 def document(header: Record, items: Iterable, numbered: bool = False) -> Record:

@@ -11,9 +11,8 @@ from types import UnionType
 from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ..wire import jsonrpc
-from .file import FORMAT
+from .codec import FORMAT, Record
 
-Record = dict[str, Any]
 
 HEADER = "header"
 CAPTURE_START = "capture.start"  # a recording run began (a tape appended to has several)
@@ -64,7 +63,7 @@ class HeaderRecord(TypedDict):
     format: int
     t: NotRequired[float]
     tool: NotRequired[str]
-    redaction: NotRequired[dict]  # how the tape was redacted: rule names, never values (redact.Redactor.describe)
+    redaction: NotRequired[dict]  # how the tape was redacted: rule names, never values (redact/redactor.py, Redactor.describe)
 
 
 class CaptureStart(_Common):
@@ -209,6 +208,17 @@ def problem(record: Any) -> str | None:
     return None
 
 
+def opens_exchange(record: Record) -> bool:
+    """An HTTP request: the record an exchange begins with (what a recording's summary counts)."""
+    return record.get("kind") == HTTP_REQUEST
+
+
+def next_exchange(existing: list[Record]) -> int:
+    """The exchange number a run appended to a tape starts at: past every one it holds, so two runs never share
+    one."""
+    return max((r["exchange"] for r in existing if isinstance(r.get("exchange"), int)), default=-1) + 1
+
+
 def first_problem(paths: list[str]) -> str | None:
     """The first record of these tapes that does not fit its kind, as one line naming it; None when all fit.
 
@@ -235,10 +245,8 @@ _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a b
 
 
 def _short(value: Any) -> str:
-    from .json_form import dumps
-
     try:
-        text = dumps(value)
+        text = jsonrpc.dumps(value)
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"
@@ -326,9 +334,8 @@ def sse_event(t: float, exchange: int, event: Any) -> SseEvent:
 def wire_event(record: Record) -> Any:
     """An sse.event record back as a wire.sse.Event, to send it again (replayed, or edited on its way)."""
     from ..wire import sse
-    from .json_form import dumps
 
-    data = dumps(record["msg"]) if "msg" in record else record.get("data")
+    data = jsonrpc.dumps(record["msg"]) if "msg" in record else record.get("data")
     return sse.Event(id=record.get("id"), event=record.get("event"), data=data, retry=record.get("retry"),
                      comments=list(record.get("comments", [])))
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..check.modern import CACHED
 from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE
 from ..tape import records as rec
 from ..wire import header_value, sse
@@ -266,7 +267,7 @@ class Conversation:
         id_ = self.next_id() if id is None else id
         msg = request(id_, method, self._params(params))
         if reply is _MISSING:
-            reply = self._answer(id_, result, error)
+            reply = self._answer(id_, self._result(method, result), error)
         if self.transport == STDIO:
             self.line(rec.C2S, msg)
             for item in before:
@@ -360,12 +361,22 @@ class Conversation:
         return self.exchange(msg, path="/messages", query=[("sessionId", self.session or "")], reply=reply, **http)
 
     def _params(self, params: dict | None) -> dict | None:
-        """On 2026-07-28 every request carries its protocol version in `_meta`."""
+        """On 2026-07-28 every request carries its protocol version, capabilities and client in `_meta`."""
         if self.transport != STATELESS:
             return params
         params = dict(params or {})
-        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": self.revision, **params.get("_meta", {})}
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": self.revision,
+                           "io.modelcontextprotocol/clientCapabilities": {},
+                           "io.modelcontextprotocol/clientInfo": {"name": "builder", "version": "1"},
+                           **params.get("_meta", {})}
         return params
+
+    def _result(self, method: str, value: Any) -> Any:
+        """On 2026-07-28 a result says its resultType, and a cacheable one its caching hints (unless given)."""
+        if self.transport != STATELESS or not (value is _MISSING or isinstance(value, dict)):
+            return value
+        hints = {"ttlMs": 0} if method in CACHED else {}
+        return {"resultType": "complete", **hints, **(value if isinstance(value, dict) else {})}
 
     @staticmethod
     def _answer(id_: Any, value: Any, err: Any) -> dict:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 import pytest
 
 from ..gauntlet import DEFAULT_TIMEOUT
-from ..gauntlet.faults import Fault, not_applicable, pick
+from ..gauntlet.faults import Fault, not_applicable, pick, placed
+from ..gauntlet.negotiation import probed
 from ..gauntlet.runner import CLEAN, HUNG, Run, baseline, classify, recorded_requests
 
 OPTIONS = ("faults", "at", "timeout")
@@ -53,7 +54,7 @@ def cells(definition, mark: pytest.Mark) -> list[Cell]:
             parse(f"drop at={selector}")
     except EditError as e:
         raise MarkerError(str(e)) from None
-    return [Cell(f, a, timeout) for f in faults for a in at]
+    return [Cell(f, a, timeout) for f, a in placed(faults, at)]  # a negotiation fault: once, at the probe
 
 
 def with_edit(spec, cell: Cell):
@@ -94,6 +95,6 @@ def skip_if_not_applicable(cell: Cell, tape) -> None:
     # over HTTP: a test that then takes mcptape.command gets the one-line refusal of an HTTP-only edit on stdio
     event_ids = any("id" in e for a in replayer.recording.answers for e in a.events)
     why = not_applicable(cell.fault, session_era=replayer.session_era, legacy=replayer.legacy, stdio=False,
-                         event_ids=event_ids)
+                         event_ids=event_ids, probed=probed(replayer.recording))
     if why:
         pytest.skip(f"mcptape_gauntlet: {cell.fault.name} does not apply: {why}")

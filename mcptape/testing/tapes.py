@@ -498,7 +498,7 @@ class Tape:
         """Fail when a finding at or above `fail_on` blames the client. What mcptape injected is nobody's fault;
         how the client reacted to it is the client's (no new initialize after an injected 404 blames it)."""
         __tracebackhide__ = True
-        from ..check.report import text
+        from ..check.formatting import text
 
         paths = self.log_paths()
         blamed = [f for f in self.findings(fail_on) if f.blames == "client"]

@@ -1,14 +1,17 @@
 """JSON-RPC 2.0 messages as MCP puts them on the wire.
 
-This is the only place that turns JSON text into values. It keeps every JSON number exactly: integers of any
-size stay Python ints, a fraction becomes a float only when the float says the same number, otherwise it stays
-a Decimal (so `1e400` or `0.10000000000000000001` survive a round trip through a tape).
+This is the only place that turns JSON text into values, and values back into text. It keeps every JSON number
+exactly: integers of any size stay Python ints, a fraction becomes a float only when the float says the same
+number, otherwise it stays a Decimal (so `1e400` or `0.10000000000000000001` survive a round trip through a tape).
+The standard library writes the JSON; simplejson only when a value holds a Decimal (a number a double cannot
+hold), because it can emit the exact literal it was read from and the standard library cannot.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -54,6 +57,29 @@ def loads(text: str | bytes) -> JSON:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     return _decoder.decode(text)
+
+
+def dumps(value: Any, indent: int | None = None) -> str:
+    try:
+        return _dumps(value, indent)
+    except RecursionError:
+        # Indented JSON is written by the standard library's Python encoder, a frame or two per level: a record
+        # nested as deep as the reader admits (1,000 levels) needs more than Python 3.12's default limit.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10_000))
+        try:
+            return _dumps(value, indent)
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+def _dumps(value: Any, indent: int | None) -> str:
+    try:  # the standard library's C encoder, for the common case
+        return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except TypeError:  # a Decimal somewhere: only simplejson writes it back as its exact literal
+        import simplejson
+
+        return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True)

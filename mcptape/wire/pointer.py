@@ -1,9 +1,10 @@
-"""JSON pointers (RFC 6901), as `--ignore`, `--keep-path` and `--redact-path` take them: parse one, and drop what it
-names from a value."""
+"""JSON pointers (RFC 6901), as `--ignore`, `--keep-path` and `--redact-path` take them: parse one, write one, and
+drop what it names from a value."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 _DEEPDIFF_STEP = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]")
@@ -38,5 +39,9 @@ def without(value: Any, pointer: list[str]) -> Any:
 def from_deepdiff(path: str) -> str:
     """deepdiff's `root['params']['arguments'][0]` as the JSON pointer `/params/arguments/0`: what --ignore takes,
     so a difference can be pasted back."""
-    return "".join("/" + (a or b or c).replace("~", "~0").replace("/", "~1")
-                   for a, b, c in _DEEPDIFF_STEP.findall(path))
+    return encode(a or b or c for a, b, c in _DEEPDIFF_STEP.findall(path))
+
+
+def encode(steps: Iterable) -> str:
+    """A path of keys and indexes as a JSON pointer: `["params", "a/b", 0]` -> `/params/a~1b/0`."""
+    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in steps)

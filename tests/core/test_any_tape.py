@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcptape import har
+from mcptape.formats import har
 from mcptape.check import check
 from mcptape.check.diff import diff
 from mcptape.edits import Editor, dry_run, parse

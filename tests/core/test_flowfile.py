@@ -7,7 +7,7 @@ import io
 
 from mitmproxy import io as mitm_io
 
-from mcptape import flowfile
+from mcptape.formats import flowfile
 from mcptape.testing.builder import Conversation
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcptape import har
+from mcptape.formats import har
 from mcptape.model import STDIO, Model, Observer
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, Event, result

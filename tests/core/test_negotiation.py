@@ -10,7 +10,9 @@ from mcptape.model import STATELESS, STDIO
 from mcptape.testing.builder import Conversation, error, request
 
 DISCOVERED = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}
-META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}
 
 
 def probed(status: int = 400, reply=None, injected: bool = False, **http) -> Conversation:

@@ -1,8 +1,12 @@
-"""Redaction's name rules and its one table of fields (redact.FIELDS), in memory."""
+"""Redaction's name rules and its one table of fields (redact/scrub.py, FIELDS), in memory."""
 
 import pytest
 
-from mcptape.redact import FIELDS, Redactor, blend, is_pseudonym, key_is_sensitive, secrets_in
+from mcptape.blend import blend
+from mcptape.redact.names import key_is_sensitive
+from mcptape.redact.pseudonym import is_pseudonym
+from mcptape.redact.redactor import Redactor
+from mcptape.redact.scrub import FIELDS, secrets_in
 from mcptape.tape import records
 
 SK = "sk-" + "a1B2" * 8

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mcptape.check.rules import BLAMES
+from mcptape.check.finding import BLAMES
 from mcptape.model import STATELESS, STDIO
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, Event, notification, request, result

@@ -40,7 +40,7 @@ class Level(str, Enum):
 
 
 MUST, MUST_NOT, SHOULD, SHOULD_NOT, MAY = Level.MUST, Level.MUST_NOT, Level.SHOULD, Level.SHOULD_NOT, Level.MAY
-# whom a requirement binds: a side, or the sender / receiver of what a finding is about (rules.blamed)
+# whom a requirement binds: a side, or the sender / receiver of what a finding is about (finding.blamed)
 CLIENT, SERVER, SENDER, RECEIVER, NONE = "client", "server", "sender", "receiver", "none"
 
 
@@ -93,9 +93,9 @@ def _load(modules: Iterable) -> Mapping[str, Requirement]:
 
 
 def _registry() -> Mapping[str, Requirement]:
-    from . import capabilities, envelope, features, lifecycle, sessions, transports, utilities
+    from . import capabilities, envelope, features, lifecycle, modern, sessions, transports, utilities
 
-    return _load((envelope, lifecycle, capabilities, utilities, transports, sessions, features))
+    return _load((envelope, lifecycle, capabilities, utilities, transports, sessions, features, modern))
 
 
 REGISTRY: Mapping[str, Requirement] = _registry()

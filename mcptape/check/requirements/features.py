@@ -1,7 +1,7 @@
 """The server and client features (issue 34): tools (names, schemas, structured results), content items,
 resources, pagination, elicitation. Judged by check/features.py."""
 
-from . import CLIENT, MUST, MUST_NOT, RECEIVER, SERVER, SHOULD, Requirement, quote, since
+from . import CLIENT, MAY, MUST, MUST_NOT, RECEIVER, SENDER, SERVER, SHOULD, SHOULD_NOT, Requirement, quote, since
 
 _TOOLS = "tools"
 _CONTENT = "content"
@@ -84,8 +84,130 @@ REQUIREMENTS = [
         "elicitation/create in url mode to a client whose elicitation capability has no url (an empty capability "
         "is form mode)", ("m:elicitation/create",)),
     Requirement(
+        "elicitation-form-fields", _ELICIT, SERVER, since("2025-11-25", MUST),
+        quote("2025-11-25", "Client › Elicitation › Protocol Messages › Form Mode Elicitation Requests", "Form mode "
+              "elicitation requests MUST either specify mode: \"form\" or omit the mode field, and include these "
+              "additional parameters: … requestedSchema"),
+        "an elicitation/create in form mode (or without a mode) whose requestedSchema is not an object",
+        ("m:elicitation/create",)),
+    Requirement(
+        "elicitation-schema-flat", _ELICIT, SERVER, since("2025-06-18", MUST),
+        quote("2025-11-25", "Client › Elicitation › Protocol Messages › Form Mode Elicitation Requests › Requested "
+              "Schema", "To simplify client user experience, form mode elicitation schemas are limited to flat "
+              "objects with primitive properties only."),
+        "a form-mode requestedSchema with a property that is an object, has properties of its own, or is an array "
+        "other than 2025-11-25's multi-select (items with enum or anyOf); 2025-06-18 says it in other words (\"To "
+        "simplify implementation for clients, elicitation schemas are limited to flat objects with primitive "
+        "properties only\"); the sentence has no keyword, the schema's PrimitiveSchemaDefinition admits nothing "
+        "else", ("m:elicitation/create",)),
+    Requirement(
+        "elicitation-url-fields", _ELICIT, SERVER, since("2025-11-25", MUST),
+        quote("2025-11-25", "Client › Elicitation › Protocol Messages › URL Mode Elicitation Requests", "URL mode "
+              "elicitation requests MUST specify mode: \"url\", a message, and include these additional parameters: "
+              "… url … elicitationId"),
+        "a url-mode elicitation/create without a string message, url or elicitationId", ("elicitation-url",)),
+    Requirement(
         "elicitation-url-valid", _ELICIT, SERVER, since("2025-11-25", MUST),
         quote("2025-11-25", "Client › Elicitation › URL Mode Elicitation Requests", "The url parameter MUST contain "
               "a valid URL."),
         "a url-mode elicitation/create whose url has no scheme or no host", ("elicitation-url",)),
+]
+
+_PROMPTS = "prompts"
+_LOGGING = "logging"
+_COMPLETION = "completion"
+_RESOURCES = "resources"
+_ROOTS = "roots"
+_SAMPLING = "sampling"
+_UNTIL_2025_11 = "2025-11-25"
+
+REQUIREMENTS += [
+    Requirement(
+        "tool-inputs-validated", _TOOLS, SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Server › Tools › Security Considerations", "Servers MUST: Validate all tool inputs"),
+        "a tools/call whose arguments the tool's listed inputSchema does not validate (jsonschema, the schema's own "
+        "dialect) answered with a success result: neither an error nor isError", ("m:tools/call",)),
+    Requirement(
+        "resource-uri-scheme", _RESOURCES, SERVER, since("2025-06-18", MUST),
+        quote("2025-11-25", "Server › Resources › Common URI Schemes › Custom URI Schemes", "Custom URI schemes MUST "
+              "be in accordance with RFC3986, taking the above guidance in to account."),
+        "a resource in resources/list whose uri has no RFC 3986 scheme (letters, digits, +, -, . before a colon)",
+        ("m:resources/list",)),
+    Requirement(
+        "resource-updated-subscribed", _RESOURCES, SERVER, since("2024-11-05", MAY, _UNTIL_2025_11),
+        quote("2025-11-25", "Server › Resources › Subscriptions", "Clients can subscribe to specific resources and "
+              "receive notifications when they change:"),
+        "notifications/resources/updated for a uri the client never subscribed to (resources/subscribe) in the "
+        "session, or unsubscribed from: said as an observation, the page names no keyword",
+        ("m:notifications/resources/updated",), observation=True),
+    Requirement(
+        "prompt-errors-invalid-params", _PROMPTS, SERVER, since("2024-11-05", SHOULD),
+        quote("2025-11-25", "Server › Prompts › Error Handling", "Servers SHOULD return standard JSON-RPC errors for "
+              "common failure cases: … Missing required arguments: -32602 (Invalid params)"),
+        "a prompts/get without an argument its prompt lists as required (prompts/list) answered with a result, or "
+        "with an error code other than -32602", ("m:prompts/get",)),
+    Requirement(
+        "prompt-message-role", _PROMPTS, SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Server › Prompts › Data Types › PromptMessage",
+              "role: Either \"user\" or \"assistant\" to indicate "
+              "the speaker"),
+        "a prompts/get message whose role is neither user nor assistant (the schema's Role admits only these)",
+        ("m:prompts/get",)),
+    Requirement(
+        "log-level-valid", _LOGGING, SENDER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Server › Utilities › Logging › Log Levels", "The protocol follows the standard syslog "
+              "severity levels specified in RFC 5424:"),
+        "a notifications/message (the server) or logging/setLevel (the client) whose level is not one of debug, "
+        "info, notice, warning, error, critical, alert, emergency", ("m:notifications/message", "m:logging/setLevel")),
+    Requirement(
+        "log-level-invalid-params", _LOGGING, SERVER, since("2024-11-05", SHOULD, _UNTIL_2025_11),
+        quote("2025-11-25", "Server › Utilities › Logging › Error Handling", "Servers SHOULD return standard JSON-RPC "
+              "errors for common failure cases: Invalid log level: -32602 (Invalid params)"),
+        "a logging/setLevel with a level outside the eight answered with a result or an error code other than "
+        "-32602 (2026-07-28 drops the sentence with logging/setLevel)", ("m:logging/setLevel",)),
+    Requirement(
+        "completion-values-max", _COMPLETION, SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Schema › CompleteResult", "An array of completion values. Must not exceed 100 items."),
+        "a completion/complete result with more than 100 values (the schema of every revision says it; the page's "
+        "\"Maximum 100 items per response\" from 2025-03-26)", ("m:completion/complete",)),
+    Requirement(
+        "completion-result-fields", _COMPLETION, SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Server › Utilities › Completion › Data Types › CompleteResult", "completion: Object "
+              "containing: values: Array of suggestions (max 100)"),
+        "a completion/complete result without a completion object whose values is an array of strings",
+        ("m:completion/complete",)),
+    Requirement(
+        "root-uri-file", _ROOTS, CLIENT, since("2024-11-05", MUST),
+        quote("2025-11-25", "Client › Roots › Data Types › Root", "uri: Unique identifier for the root. This MUST be "
+              "a file:// URI in the current specification."),
+        "a roots/list result with a root whose uri does not start with file://", ("m:roots/list",)),
+    Requirement(
+        "roots-errors-method-not-found", _ROOTS, CLIENT, since("2024-11-05", SHOULD, _UNTIL_2025_11),
+        quote("2025-11-25", "Client › Roots › Error Handling", "Clients SHOULD return standard JSON-RPC errors for "
+              "common failure cases: Client does not support roots: -32601 (Method not found)"),
+        "a roots/list to a client that declared no roots capability answered with an error code other than -32601 "
+        "(2026-07-28's page drops the sentence: roots come through multi round-trip requests)",
+        ("m:roots/list",)),
+    Requirement(
+        "sampling-tool-results-only", _SAMPLING, SERVER, since("2025-11-25", MUST),
+        quote("2025-11-25", "Client › Sampling › Message Content Constraints › Tool Result Messages",
+              "When a user message contains tool results (type: "
+              "\"tool_result\"), it MUST contain ONLY tool results."),
+        "a sampling/createMessage user message that mixes tool_result items with other content", ("tool-result",)),
+    Requirement(
+        "sampling-tool-use-answered", _SAMPLING, SERVER, since("2025-11-25", MUST),
+        quote("2025-11-25", "Client › Sampling › Message Content Constraints › Tool Use and Result Balance",
+              "When using tool use in sampling, every assistant message "
+              "containing ToolUseContent blocks MUST be followed by a user message that consists entirely of "
+              "ToolResultContent blocks, with each tool use (e.g. with id: $id) matched by a corresponding tool "
+              "result (with toolUseId: $id), before any other message."),
+        "a sampling/createMessage whose assistant message with tool_use items is followed by anything but a user "
+        "message of tool_result items answering each tool use's id", ("tool-use",)),
+    Requirement(
+        "sampling-include-context", _SAMPLING, SERVER, since("2025-11-25", SHOULD_NOT),
+        quote("2025-11-25", "Client › Sampling › Capabilities", "Servers SHOULD avoid using these values (e.g. can "
+              "just omit includeContext since it defaults to \"none\"), and SHOULD NOT use them unless the client "
+              "declares sampling.context capability."),
+        "a sampling/createMessage with includeContext thisServer or allServers to a client whose sampling capability "
+        "has no context", ("m:sampling/createMessage",)),
 ]

@@ -2,7 +2,7 @@
 as JSON too, the report (Markdown and HTML), the HAR of the HTTP tapes, the findings as JSON, and a README that
 says how to replay and check it. Every command that reads a tape reads the bundle as it is (tape/bundled.py).
 
-A tape that still holds a secret (redact.secrets_in: a credential under a sensitive header, query parameter or key,
+A tape that still holds a secret (redact/scrub.py, secrets_in: a credential under a sensitive header, query parameter or key,
 or a secret-shaped string anywhere) is refused, naming where, unless the tapes are redacted into the bundle
 (`--redact`) or the user says the secrets may go (`--allow-secrets`)."""
 
@@ -15,10 +15,10 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from . import __version__
-from .tape import json_form
-from .tape.bundled import TAPES
-from .tape.file import Reader
+from .. import __version__
+from ..tape import json_form
+from ..tape.bundled import TAPES
+from ..tape.file import Reader
 
 
 class Refused(ValueError):
@@ -27,7 +27,7 @@ class Refused(ValueError):
 
 def secrets(paths: list[str]) -> Iterator[tuple[str, int, str, str]]:
     """(tape, record number, JSON pointer, rule) for each secret left in the tapes."""
-    from .redact import secrets_in
+    from ..redact.scrub import secrets_in
 
     for path in paths:
         for number, pointer, rule in secrets_in(Reader(path)):
@@ -50,8 +50,8 @@ def _names(paths: list[str]) -> list[str]:
 
 def _copy(path: str, target: str, redactor=None) -> None:
     """A tape copied record by record, redacted on the way with a redactor (as `mcptape redact` does)."""
-    from .redact import redacted_tape
-    from .tape.file import Writer
+    from ..redact.tapes import redacted_tape
+    from ..tape.file import Writer
 
     reader = Reader(path)
     header, items = (reader.header, reader) if redactor is None else redacted_tape(reader.header, reader, redactor)
@@ -65,9 +65,9 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
     """Write the bundle (as output.py writes every file); returns its file names. Raises Refused (secrets),
     TapeError (an unreadable tape) or OutputError."""
     from . import har
-    from .check import check
-    from .check import report as findings_report
-    from .report import build, render
+    from ..check import check
+    from ..check import formatting
+    from ..report import build, render
 
     if not redact and not allow_secrets:
         found = list(secrets(paths))
@@ -78,7 +78,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
         tapes = [os.path.join(work, f"{name}.mcptape") for name in names]
         redactor = None
         if redact:
-            from .redact import Redactor
+            from ..redact.redactor import Redactor
 
             redactor = Redactor()
         for path, tape in zip(paths, tapes):
@@ -105,7 +105,7 @@ def make(paths: list[str], output: str, redact: bool = False, allow_secrets: boo
             files["report.har"] = [json_form.dumps({"log": {**har.document([])["log"], "entries": entries}},
                                                    indent=1), "\n"]
         findings = [replace(f, tape=called[f.tape]) for f in check(tapes)]
-        files["findings.json"] = [json_form.dumps(findings_report.as_json(findings, inside), indent=1), "\n"]
+        files["findings.json"] = [json_form.dumps(formatting.as_json(findings, inside), indent=1), "\n"]
         files["README.md"] = [_readme(os.path.basename(output), names, data, "report.har" in files, redact)]
         _write(output, files, force)
         return list(files)
@@ -121,7 +121,7 @@ def _where(found: list[tuple[str, int, str, str]], redacted: bool = False) -> st
 
 
 def _write(output: str, files: dict, force: bool) -> None:
-    from .output import opened
+    from ..output import opened
 
     with opened(output, force) as out, zipfile.ZipFile(_Stream(out), "w", zipfile.ZIP_DEFLATED) as archive:
         for name, content in files.items():

@@ -20,7 +20,7 @@ from mitmproxy import flow as mflow
 from mitmproxy import http as mhttp
 
 from . import har
-from .tape import records
+from ..tape import records
 
 LOOPBACK = ("127.0.0.1", 0)  # a tape does not keep the client's address
 # Flow and connection ids are derived from the flow's place in the file, not drawn at random (mitmproxy's default),

@@ -24,11 +24,11 @@ from urllib.parse import urlsplit
 from mitmproxy import http as mhttp
 
 from .. import TOOL
-from ..redact import Redactor
+from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, sse
-from .http import HttpCapture, RecordSink, Scope
-from .mitm import content_of, end_reason, headers_of
+from ..capture.flows import content_of, end_reason, headers_of
+from ..capture.http import HttpCapture, RecordSink, Scope
 
 NO_EVENT_TIMES = "no per-event times: each SSE event has the time its response ended"
 

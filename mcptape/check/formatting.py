@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 from .. import __version__
 from ..terminal import safe
 from .requirements import DOCS, REGISTRY
-from .rules import SEVERITIES, Finding
+from .finding import SEVERITIES, Finding
 
 
 def summary(findings: list[Finding], tapes: list[str]) -> dict:

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from urllib.parse import urlencode, urlsplit
 
-from . import __version__
-from .model import STDIO, Model, Observer, Passed, Seen
-from .model import Exchange as Grouped
-from .tape import records
-from .tape.json_form import dumps
-from .wire import http, sse
+from .. import __version__
+from ..model import STDIO, Model, Observer, Passed, Seen
+from ..model import Exchange as Grouped
+from ..tape import records
+from ..tape.json_form import dumps
+from ..wire import http, sse
 
 
 class NotHttp(ValueError):

@@ -1,0 +1,302 @@
+"""The fields a peer can fill, and one walk over a record that finds every secret in them: by its name (names.py)
+or its shape (shapes.py). The Redactor replaces what it finds with pseudonyms; `secrets_in` only lists it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..wire import jsonrpc, pointer
+from .argv import argv_secrets
+from .names import (NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY, SENSITIVE_QUERY,
+                    header_is_secret, is_session, key_is_sensitive, query_is_secret)
+from .pseudonym import SCHEMES, is_pseudonym
+from .shapes import SHORTEST, spans
+
+# One table, read by the recorder, `redact`, `check --require-redacted` and `bundle` alike (through Scrub): every
+# field of every record kind (tape/records.py) that holds text a client, a server or a capture file chose. Fields
+# not here are mcptape's own (kinds, times, numbers, flags, edit texts). An SSE `retry` is a number; a `retry:`
+# line that is not one is told in `problem`, which is scanned.
+TEXT, JSON_VALUE, RAW, PAIRS, TEXTS, SOURCE = "text", "json", "raw", "pairs", "texts", "source"
+FIELDS = {
+    # free text, scanned for secret shapes; a session id or an SSE event id only ever changes when it is
+    # token-shaped, and then to the same pseudonym wherever it stands (header, record field, Last-Event-ID), so
+    # replay, resume, diff and verify still pair them up
+    "path": TEXT, "method": TEXT, "reason": TEXT, "protocol_version": TEXT, "session": TEXT, "id": TEXT,
+    "event": TEXT, "data": TEXT, "text": TEXT, "problem": TEXT, "detail": TEXT, "error": TEXT, "rewritten_to": TEXT,
+    "msg": JSON_VALUE, "withheld": JSON_VALUE,  # JSON: keys and values, sensitive keys, JSON inside strings
+    "raw": RAW,  # bytes that are not JSON
+    "headers": PAIRS, "query": PAIRS,  # names and values; a value under a credential's name whole
+    "comments": TEXTS,  # SSE comment lines
+    "source": SOURCE,  # where a recording came from: a URL, or a server's command line
+}
+_SECRET, _SCAN = "secret", "scan"  # how a header's or query parameter's value is treated
+_NESTED_JSON = 4  # how deep JSON inside a string inside JSON is opened
+
+
+def secrets_in(records: Iterable[dict]) -> Iterator[tuple[int, str, str]]:
+    """(record number, JSON pointer, rule name) for each secret still in a tape's records (numbered from 0, the
+    first record after the header, as `seq`): a value under a sensitive header, query parameter, key or command
+    line flag that is not a pseudonym, and each secret-shaped string, in any field of FIELDS. The pointer names
+    the record's field (`/msg/params/…`)."""
+    found: dict[str, str] = {}  # pointer -> the first rule that found it (a flag's value is a shape too)
+    scrub = Scrub(lambda path, value, rule: found.setdefault(pointer.encode(path), rule) and value)
+    for number, record in enumerate(records):
+        scrub.record(record)
+        for where, rule in found.items():
+            yield number, where, rule
+        found.clear()
+
+
+Replace = Callable[[list, Any, str], Any]  # (path, value, rule) -> what goes in its place
+
+
+class Scrub:
+    """One pass over a record's fields (FIELDS): each secret found goes to `replace` with its path and rule; what
+    it returns takes its place (the Redactor's pseudonym, or the value itself for secrets_in, which only lists
+    them). Containers are copied only where something changed. `keep`/`extra` are JSON pointers (as lists, `*`
+    for any one step) relative to each message: exempted, or redacted whole. `cached`: short texts seen before
+    (header values, method names, keys: a session repeats them) are not scanned again. `extra_headers`: more
+    header names whose value is a secret."""
+
+    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "depth")
+
+    def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = (),
+                 cached: bool = False, extra_headers: Iterable[str] = ()) -> None:
+        self.replace, self.keep, self.extra = replace, keep, extra
+        self.cache: dict[str, str] | None = {} if cached else None
+        self.extra_headers = frozenset(extra_headers)
+        self.names: dict[str, dict[str, str]] = {"headers": {}, "query": {}}  # name -> how its value is treated
+        self.depth = 0  # JSON opened inside strings, now
+
+    # -- records ---------------------------------------------------------------------------------------------------
+
+    def record(self, record: dict) -> dict:
+        out = None
+        for name, value in record.items():
+            how = FIELDS.get(name)
+            if how is None or value is None:
+                continue
+            if how is TEXT:
+                new = self.text(value, [name]) if isinstance(value, str) and len(value) >= SHORTEST else value
+            elif how is JSON_VALUE:
+                new = self.json(value, [name])
+            elif how is PAIRS:
+                new = self.pairs(value, name) if isinstance(value, list) else value
+            elif how is RAW:
+                new = self.raw(value, [name]) if isinstance(value, bytes) else value
+            elif how is TEXTS:
+                new = self.texts(value, [name]) if isinstance(value, list) else value
+            else:
+                new = self.source(value, [name])
+            if new is not value:
+                out = out or dict(record)
+                out[name] = new
+        return record if out is None else out
+
+    def texts(self, values: list, path: list) -> list:
+        out = None
+        for i, item in enumerate(values):
+            if isinstance(item, str) and len(item) >= SHORTEST:
+                path.append(i)
+                new = self.text(item, path)
+                path.pop()
+                if new is not item:
+                    out = out or list(values)
+                    out[i] = new
+        return values if out is None else out
+
+    def raw(self, data: bytes, path: list) -> bytes:
+        if len(data) < SHORTEST:
+            return data
+        text = data.decode("latin-1")  # a byte a character: any bytes, and the patterns are ASCII
+        redacted = self.text(text, path)
+        return data if redacted is text else redacted.encode("latin-1")
+
+    def pairs(self, pairs: list, field: str) -> list:
+        """Headers or query parameters, [name, value] each: a value under a credential's name whole (an auth
+        scheme kept in front), any other name and value scanned."""
+        names = self.names[field]
+        out = None
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
+                continue
+            name, value = pair
+            if not isinstance(name, str) or not isinstance(value, str):
+                continue
+            how = names.get(name)
+            if how is None:
+                secret = self._header_is_secret(name) if field == "headers" else query_is_secret(name)
+                how = _SECRET if secret and not is_session(field, name) else _SCAN
+                if len(names) < 1024:
+                    names[name] = how
+            path = [field, i, 1]
+            if how is _SECRET:
+                new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
+            else:
+                new_value = self.text(value, path) if len(value) >= SHORTEST else value
+            new_name = name
+            if len(name) >= SHORTEST:
+                new_name = self.cache.get(name) if self.cache is not None else None
+                if new_name is None:
+                    path[2] = 0
+                    new_name = self.text(name, path)
+            if new_value is not value or new_name != name:
+                out = out or [list(p) for p in pairs]
+                out[i] = [new_name, new_value]
+        return pairs if out is None else out
+
+    def _header_is_secret(self, name: str) -> bool:
+        return header_is_secret(name) or name.lower() in self.extra_headers
+
+    def _secret_value(self, path: list, value: str, field: str) -> str:
+        rule = SENSITIVE_HEADER if field == "headers" else SENSITIVE_QUERY
+        if field == "headers":
+            lowered = value.lower()
+            for scheme in SCHEMES:
+                if lowered.startswith(scheme):
+                    rest = value[len(scheme):]
+                    return value if is_pseudonym(rest) else value[: len(scheme)] + self.replace(path, rest, rule)
+        return self.replace(path, value, rule)
+
+    def source(self, source: Any, path: list) -> Any:
+        """Where a recording came from: an upstream URL, or a server's command line, whose options carry secrets
+        in any of their forms: `--api-key VALUE`, `--auth=VALUE`, `-k VALUE`, `-pVALUE`."""
+        if isinstance(source, dict) and isinstance(source.get("stdio"), list):
+            argv = source["stdio"]
+            changed = list(argv)
+            for i, part in argv_secrets(argv):
+                changed[i] = part[0] + self.replace([*path, "stdio", i], part[1], SENSITIVE_KEY)
+            if changed != argv:
+                source = {**source, "stdio": changed}
+        return self.json(source, path)
+
+    # -- JSON --------------------------------------------------------------------------------------------------------
+
+    def json(self, value: Any, path: list) -> Any:
+        """A body: one message, a batch, or any JSON."""
+        if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+            out = None
+            for i, message in enumerate(value):
+                path.append(i)
+                new = self.message(message, path)
+                path.pop()
+                if new is not message:
+                    out = out or list(value)
+                    out[i] = new
+            return value if out is None else out
+        return self.message(value, path)
+
+    def message(self, value: Any, path: list) -> Any:
+        if not isinstance(value, dict):
+            return self.value(value, path, len(path), False)
+        return self._object(value, path, len(path), False, top=True)
+
+    def _object(self, value: dict, path: list, base: int, sensitive: bool, top: bool = False) -> dict:
+        out = None
+        renamed = None
+        for key, item in value.items():
+            if top and key in PROTOCOL_KEYS or key in NEVER_KEYS:
+                continue
+            if isinstance(key, str) and len(key) >= SHORTEST:  # a key is text a peer chose, too
+                new_key = self.cache.get(key) if self.cache is not None else None  # keys repeat: most are here
+                if new_key is None:
+                    path.append(key)
+                    new_key = self.text(key, path)
+                    path.pop()
+                if new_key != key:
+                    renamed = renamed or {}
+                    renamed[key] = new_key
+            if not top and (item is None or item is True or item is False):
+                continue
+            path.append(key)
+            new = self.value(item, path, base, sensitive or isinstance(key, str) and key_is_sensitive(key))
+            path.pop()
+            if new is not item:
+                out = out or dict(value)
+                out[key] = new
+        out = value if out is None else out
+        return out if renamed is None else {renamed.get(k, k): v for k, v in out.items()}
+
+    def value(self, value: Any, path: list, base: int, sensitive: bool) -> Any:
+        if self.keep or self.extra:
+            here = path[base:]
+            if any(_hits(p, here) for p in self.keep):
+                return value
+            sensitive = sensitive or any(_hits(p, here) for p in self.extra)
+        if isinstance(value, str):
+            if sensitive:
+                return value if not value or is_pseudonym(value) else self.replace(path, value, self._why(path, base))
+            if len(value) < SHORTEST:
+                return value
+            return self.text(value, path)
+        if isinstance(value, dict):
+            return self._object(value, path, base, sensitive)
+        if isinstance(value, list):
+            out = None
+            for i, item in enumerate(value):
+                path.append(i)
+                new = self.value(item, path, base, sensitive)
+                path.pop()
+                if new is not item:
+                    out = out or list(value)
+                    out[i] = new
+            return value if out is None else out
+        if sensitive and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self.replace(path, str(value), self._why(path, base))  # a PIN is a secret too
+        return value
+
+    def _why(self, path: list, base: int) -> str:
+        if self.extra and any(_hits(p, path[base:base + len(p)]) for p in self.extra):
+            return REDACT_PATH
+        return SENSITIVE_KEY
+
+    # -- text --------------------------------------------------------------------------------------------------------
+
+    def text(self, value: str, path: list) -> str:
+        cache = self.cache
+        if cache is not None and (seen := cache.get(value)) is not None:
+            return seen
+        redacted = self._nested(value, path) if value[0] in "{[" or value[-1:] in "}]" else None
+        if redacted is None:
+            found = spans(value)
+            if found:
+                parts, last = [], 0
+                for start, end, rule in found:
+                    parts += [value[last:start], self.replace(path, value[start:end], rule)]
+                    last = end
+                parts.append(value[last:])
+                redacted = "".join(parts)
+            else:
+                redacted = value
+        if cache is not None and len(value) <= 512 and len(cache) < 4096:
+            cache[value] = redacted
+        return redacted
+
+    def _nested(self, value: str, path: list) -> str | None:
+        """JSON inside a string (a tool's text content, an argument, a header): opened, walked as JSON, written
+        back when something in it changed; None when it is not a JSON object or array."""
+        if self.depth >= _NESTED_JSON:
+            return None
+        stripped = value.strip()
+        if not (stripped[:1] == "{" and stripped[-1:] == "}" or stripped[:1] == "[" and stripped[-1:] == "]"):
+            return None
+        try:
+            decoded = jsonrpc.loads(stripped)
+        except (ValueError, RecursionError):
+            return None
+        self.depth += 1
+        try:
+            new = self.value(decoded, path, len(path), False)
+        finally:
+            self.depth -= 1
+        if new is decoded:
+            return value
+        import json
+
+        return json.dumps(new, ensure_ascii=False, separators=(", " if ", " in stripped else ",",
+                                                               ": " if '": ' in stripped else ":"))
+
+
+def _hits(steps: list[str], path: list) -> bool:
+    return len(steps) == len(path) and all(p == "*" or p == str(q) for p, q in zip(steps, path))
