@@ -175,6 +175,14 @@ def write_tape(path, items: list[dict]) -> str:
     return str(path)
 
 
+def loud_findings(tape) -> list[tuple[str, str]]:
+    """What `check` says of a tape at warning or above, as (rule, message): of a real peer's correct conversation,
+    nothing (issue 33: no false alarms on real peers)."""
+    from mcptape.check import check
+
+    return [(f.rule, f.message) for f in check([str(tape)]) if f.severity in ("error", "warning")]
+
+
 def run_mcptape(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([MCPTAPE, *args], capture_output=True, text=True, timeout=60, **kwargs)
 

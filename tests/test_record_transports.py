@@ -16,7 +16,7 @@ from mcp.client.sse import sse_client
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import by_exchange, run_mcptape
+from .conftest import by_exchange, loud_findings, run_mcptape
 
 
 def self_signed(tmp_path) -> tuple[str, str]:
@@ -94,6 +94,7 @@ def test_legacy_http_sse_server_message_endpoint_is_recorded(demo_server, record
     # the answers ride on the GET stream
     answers = [r["msg"] for r in records if r["kind"] == "sse.event" and r["exchange"] == get["exchange"] and "msg" in r]
     assert {m.get("id") for m in answers if "result" in m} == {p["msg"]["id"] for p in posts if "id" in p["msg"]}
+    assert loud_findings(rec.tape) == []
 
 
 def header(record: dict, name: str) -> str | None:
@@ -128,6 +129,7 @@ def test_2026_stateless_traffic_with_a_subscription_and_a_stream_closed_as_cance
     assert sleep[-1]["reason"] == "client-disconnected"
     assert not any("result" in r.get("msg", {}) or "error" in r.get("msg", {}) for r in sleep[1:])
     assert not any(r.get("msg", {}).get("method") == "notifications/cancelled" for r in requests)
+    assert loud_findings(rec.tape) == []
 
 
 def test_an_auto_client_probe_then_its_real_session(demo_server, record):
@@ -145,6 +147,7 @@ def test_an_auto_client_probe_then_its_real_session(demo_server, record):
     assert session and all(r["session"] == session for r in requests[2:])
     shown = run_mcptape("show", str(rec.tape)).stdout
     assert "era probe refused" in shown
+    assert loud_findings(rec.tape) == []
 
 
 def test_regular_proxy_mode_over_https_with_mitmproxys_ca(demo_server, record, tmp_path):

@@ -19,6 +19,7 @@ from .envelope import Envelope
 from .features import Features
 from .finding import SIDES, Finding, about_call, about_record, on_protocol_channel
 from .headers import StandardHeaders
+from .legacy import LegacySse
 from .lifecycle import Lifecycle
 from .modern import Modern
 from .negotiation import Negotiation
@@ -204,8 +205,10 @@ class Sessions(Observer):
     def _response(self, seen: Seen) -> list[Finding]:
         ex, r = seen.exchange, seen.record
         status = r.get("status") or 0
-        if status < 400 and status != 202 and ex.method != "DELETE":
-            return []  # a request answered: what follows is about refusals, 202s and the end of sessions
+        if (status < 400 and status != 202 and ex.method != "DELETE"
+                and (seen.session is None or seen.session.life.dead is None)):
+            return []  # a request answered: what follows is about refusals, 202s, the end of sessions, and a
+            # session the tape shows gone (deleted, refused) that the server goes on serving
         found: list[Finding] = []
         session = seen.session
         request = ex.msg if isinstance(ex.msg, dict) else {}
@@ -293,4 +296,4 @@ def _what_died(session: Session, dead: Transition, seq: int) -> str:
 
 def all_rules() -> list[Observer]:
     return [Calls(), Messages(), Sessions(), DeadIds(), Envelope(), Lifecycle(), StreamableHttp(), Features(),
-            StandardHeaders(), Negotiation(), Modern()]
+            StandardHeaders(), Negotiation(), Modern(), LegacySse()]

@@ -1,12 +1,14 @@
 """Judges Streamable HTTP's messages and session ids (requirements/transports.py, sessions.py): Accept headers,
-202 for notifications, the GET stream's content type, batches after 2025-06-18, the session id's characters, and a
-server that takes a protocol version header that is no revision. The legacy HTTP+SSE channel is not judged here."""
+202 for notifications, the GET stream's content type, batches after 2025-06-18, the session id's characters, a
+DELETE without a session, and a server that takes a protocol version header that is no revision; and, on every HTTP
+transport, a server on loopback that serves a foreign Origin. The legacy channel's own clauses are in legacy.py."""
 
 from __future__ import annotations
 
 import functools
 import re
 
+from ..guard import Guard
 from ..model import LEGACY_SSE, STREAMABLE, Model, Observer, Seen
 from ..tape import records
 from ..wire import http, jsonrpc
@@ -44,25 +46,65 @@ def _accepts(headers: list, *types: str) -> tuple[str, ...]:
     return missing
 
 
+_LOOPBACK = Guard()  # the check mcptape's own servers make: no listen address, nothing allowed but loopback
+
+
+def foreign_origin(headers: list) -> str | None:
+    """The Origin of a request that a server on loopback must refuse: a web page of another site (not http(s) on a
+    loopback name, or `null`), sent to a loopback Host (the server is local: what DNS rebinding reaches). None for
+    a request without Origin (not a browser) or without Host (where the server is, the tape does not say)."""
+    origin = host = None
+    for key, value in headers:  # one pass, without lower-casing every other header's name
+        if len(key) == 6 and key.lower() == "origin":
+            origin = value
+        elif len(key) == 4 and key.lower() == "host":
+            host = value
+    if origin is None or host is None:
+        return None
+    refusal = _LOOPBACK.check([("host", host), ("origin", origin)])
+    return origin if refusal is not None and refusal.status == 403 else None  # (421: the Host is not loopback)
+
+
 class StreamableHttp(Observer):
     kinds = frozenset({records.HTTP_REQUEST, records.HTTP_RESPONSE})
 
     def __init__(self) -> None:
         self.bad_version: set[int] = set()  # exchanges whose MCP-Protocol-Version is no revision
+        self.foreign: dict[int, str] = {}  # exchanges from a foreign Origin to a loopback server -> that Origin
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         ex = seen.exchange
-        if ex is None or not ex.mcp or (seen.session is not None and seen.session.transport == LEGACY_SSE):
+        if ex is None or not ex.mcp:
             return None
         if seen.kind == records.HTTP_REQUEST:
+            if (origin := foreign_origin(ex.headers)) is not None and len(self.foreign) < 4096:
+                self.foreign[ex.number] = origin
+            if seen.session is not None and seen.session.transport == LEGACY_SSE:
+                return None
             return self._request(seen) or None
-        return self._response(seen) or None
+        found = self._origin(seen) if self.foreign else []
+        if seen.session is not None and seen.session.transport == LEGACY_SSE:
+            return found or None
+        return (found + self._response(seen)) or None
+
+    def _origin(self, seen: Seen) -> list[Finding]:
+        ex = seen.exchange
+        origin = self.foreign.pop(ex.number, None)
+        status = seen.record.get("status") or 0
+        if origin is None or not 200 <= status < 300:
+            return []
+        return broke("origin-validated", seen, f"a request from the web origin {origin[:80]!r} reached a server on "
+                     f"loopback and was answered {status}: the server did not refuse it (403)", None,
+                     *call_named(ex.msg), records.C2S)
 
     def _request(self, seen: Seen) -> list[Finding]:
         ex, session = seen.exchange, seen.session
         msg = ex.msg
         revision = None
         if session is None:  # the handshake: the version it asks for
+            if ex.method == "DELETE":
+                return broke("delete-with-session", seen, "a DELETE without MCP-Session-Id: it names no session to "
+                             "terminate")
             if ex.method != "POST" or msg is None:
                 return []  # (a GET without a session: a legacy channel opening, or a probe)
             params = msg.get("params") if isinstance(msg, dict) and isinstance(msg.get("params"), dict) else {}
@@ -71,7 +113,7 @@ class StreamableHttp(Observer):
         if ex.method == "POST" and msg is not None:
             if missing := _accepts(ex.headers, http.JSON, http.SSE):
                 found += broke("post-accept-both", seen, f"the POST's Accept header does not list "
-                               f"{' or '.join(missing)}", revision, *_call(msg))
+                               f"{' or '.join(missing)}", revision, *call_named(msg))
             if type(msg) is list:
                 found += broke("post-single-message", seen, f"a POST whose body is a batch of {len(msg)} messages",
                                revision)
@@ -91,14 +133,14 @@ class StreamableHttp(Observer):
             self.bad_version.discard(ex.number)
             if status < 400:
                 found += broke("version-header-invalid-400", seen, f"MCP-Protocol-Version {ex.version_header!r} is "
-                               f"no revision, yet the server answered {status}", None, *_call(request))
+                               f"no revision, yet the server answered {status}", None, *call_named(request))
         if (ex.method == "POST" and request is not None and 200 <= status < 300
                 and not (type(request) is dict and "id" in request and "method" in request)  # a request: answered
                 and _only_notifications(request)):
             if status != 202 or "msg" in r or r.get("raw"):
                 said = f"{status}" + (" with a body" if status == 202 else "")
                 found += broke("notification-202", seen, f"a POST of notifications or responses only was answered "
-                               f"{said}, not 202 Accepted with no body", None, *_call(request))
+                               f"{said}, not 202 Accepted with no body", None, *call_named(request))
         if (ex.method == "GET" and ex.sent_session and 200 <= status < 300 and not ex.get_stream
                 and seen.session is not None and seen.session.transport == STREAMABLE):
             found += broke("get-sse-or-405", seen, f"the GET was answered {status} with "
@@ -121,7 +163,7 @@ def _only_notifications(body: object) -> bool:
 _ANSWERLESS = frozenset({"notification", "response", "error"})
 
 
-def _call(msg: object) -> tuple:
+def call_named(msg: object) -> tuple:
     """The method and id a finding about an HTTP exchange names: its request's, when it carried one message."""
     if isinstance(msg, dict):
         return msg.get("method") if isinstance(msg.get("method"), str) else None, msg.get("id")

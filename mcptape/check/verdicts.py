@@ -27,7 +27,7 @@ from .features import LISTS, content_items, list_of
 from .finding import Finding
 from .modern import REVISION as MODERN
 from .modern import meta_of
-from .streamable import is_revision
+from .streamable import foreign_origin, is_revision
 
 
 class Verdict(str, Enum):
@@ -74,6 +74,8 @@ class Exercise(Observer):
                 facts.add("bad-version-header")
             if r.get("session"):
                 facts.add("session-id")
+            if ex is not None and foreign_origin(ex.headers) is not None:
+                facts.add("foreign-origin")
             if ex is not None and ex.method == "POST" and ex.msg is not None:
                 kinds = {jsonrpc.kind(m) for m in jsonrpc.messages(ex.msg)}
                 facts.add("post-request" if "request" in kinds else "post-notification")
@@ -88,6 +90,8 @@ class Exercise(Observer):
         elif kind == records.SSE_EVENT:
             if r.get("id"):
                 facts.add("sse-event-id")
+            if r.get("event") == "endpoint":
+                facts.add("legacy-channel")
         elif kind == records.STDIO_EOF:
             facts.add("stdio-eof")
         msg = r.get("msg")

@@ -339,13 +339,15 @@ class Conversation:
             self.notify("notifications/initialized")
         return self.session
 
-    def open_legacy_channel(self, session: str | None = None) -> int:
-        """The 2024-11-05 transport: a GET whose first event names where to POST (with the session in the query)."""
+    def open_legacy_channel(self, session: str | None = None,
+                            endpoint: str = "/messages?sessionId={session}") -> int:
+        """The 2024-11-05 transport: a GET whose first event names where to POST (`endpoint`, with the session in
+        the query)."""
         self.session = session or f"legacy{next(self._sessions):04d}"
         self._legacy_stream = self.exchange(method="GET", path="/sse", session=None,
                                             headers=[("accept", "text/event-stream")],
                                             events=[Event(event="endpoint",
-                                                          data=f"/messages?sessionId={self.session}")], end=None)
+                                                          data=endpoint.format(session=self.session))], end=None)
         self.records[-1]["session"] = self.session
         return self._legacy_stream
 

@@ -12,7 +12,7 @@ import pytest
 from mcptape.check import check_records
 from mcptape.check.requirements import REGISTRY
 from mcptape.check.verdicts import Exercise, Verdict, judge
-from mcptape.model import STATELESS, STDIO
+from mcptape.model import LEGACY_SSE, STATELESS, STDIO
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, Event, error, notification, request, result
 
@@ -452,6 +452,35 @@ def _discover(refused: bool) -> Callable[[], Conversation]:
     return build
 
 
+def _from_origin(status: int) -> Conversation:
+    """A web page of another site reaches a server on loopback: answered `status`."""
+    tape = http()
+    answer = {"result": {"tools": []}} if status < 300 else {"reply": None}
+    tape.call("tools/list", status=status, headers=[("host", "127.0.0.1:3001"), ("origin", "http://evil.example.com")],
+              **answer)
+    return tape
+
+
+def _legacy(endpoint: str = "/messages?sessionId={session}", path: str = "/messages") -> Conversation:
+    """A 2024-11-05 channel announcing `endpoint`, the handshake, then a ping POSTed to `path`."""
+    tape = Conversation(transport=LEGACY_SSE)
+    tape.open_legacy_channel(endpoint=endpoint)
+    tape.call("initialize", {**INIT, "protocolVersion": "2024-11-05"},
+              result={**ANSWER, "protocolVersion": "2024-11-05"})
+    tape.notify("notifications/initialized")
+    tape.exchange(request(50, "ping"), path=path, query=[("sessionId", tape.session)], status=202)
+    tape.server_says(result(50))
+    return tape
+
+
+def _delete(session: bool) -> Callable[[], Conversation]:
+    def build() -> Conversation:
+        tape = http()
+        tape.exchange(method="DELETE", status=200, **({} if session else {"session": None}))
+        return tape
+    return build
+
+
 CASES: dict[str, tuple[Callable, Callable]] = {
     "jsonrpc-version": (_line({"jsonrpc": "1.0", "id": 9, "method": "ping"}, result(9)), _keep),
     "utf-8": (lambda: _raw_line(b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\xff"}}'),
@@ -539,6 +568,10 @@ CASES: dict[str, tuple[Callable, Callable]] = {
     "dead-session-reuse": (_refused("reuse"), _refused("reinitialize")),
     "no-reinitialize": (_refused("reuse"), _refused("reinitialize")),
     "no-resume-after-close": (_closed_early(False), _closed_early(True)),
+    "delete-with-session": (_delete(False), _delete(True)),
+    "origin-validated": (lambda: _from_origin(200), lambda: _from_origin(403)),
+    "sse-endpoint-event": (lambda: _legacy(endpoint="/messages?sessionId={session} {{}}"), _legacy),
+    "sse-post-to-endpoint": (lambda: _legacy(path="/elsewhere"), _legacy),
     "auth-rejected": (_refused_with(401), _http_call()),
     "dead-id-reuse": (_thread(True), _thread(False)),
     "capture-incomplete": (_open_at_end(False), _open_at_end(True)),

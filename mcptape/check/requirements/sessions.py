@@ -45,6 +45,14 @@ REQUIREMENTS = [
         "a request's stream closed by the server after an event id, never resumed with a GET and Last-Event-ID "
         "(warning)", ("sse-event-id",), _SESSIONS),
     Requirement(
+        "delete-with-session", _AREA, CLIENT, since("2025-03-26", SHOULD, "2025-11-25"),
+        quote("2025-11-25", "Transports › Streamable HTTP › Session Management", "Clients that no longer need a "
+              "particular session (e.g., because the user is leaving the client application) SHOULD send an HTTP "
+              "DELETE to the MCP endpoint with the MCP-Session-Id header, to explicitly terminate the session."),
+        "a DELETE to the MCP endpoint without MCP-Session-Id: it terminates nothing (warning); what follows a "
+        "DELETE the server accepted is judged by dead-session-reuse and wrong-status-for-dead-session",
+        ("http:DELETE",), _SESSIONS),
+    Requirement(
         "auth-rejected", _AREA, NONE, since("2024-11-05", MAY), spec.AUTH,
         "a request refused with 401 or 403 (info)", ("status:401", "status:403"), HTTP, observation=True),
     Requirement(

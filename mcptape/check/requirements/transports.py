@@ -1,14 +1,19 @@
 """Transports: stdio framing, the messages of Streamable HTTP (Accept, Content-Type, 202, the GET stream, batches,
-the 2026-07-28 standard headers). Session management is in sessions.py."""
+the 2026-07-28 standard headers), the legacy HTTP+SSE channel, and the Origin check every HTTP server owes. Session
+management is in sessions.py."""
 
 from .. import spec
-from ...model import STATELESS, STDIO, STREAMABLE
-from . import CLIENT, MAY, MUST, MUST_NOT, NONE, SERVER, SHOULD, Requirement, quote, since
+from ...model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE
+from . import CLIENT, HTTP, MAY, MUST, MUST_NOT, NONE, SERVER, SHOULD, Requirement, quote, since
 
 _AREA = "Streamable HTTP"
 _POST = frozenset({STREAMABLE, STATELESS})
 _SESSION_ERA = frozenset({STREAMABLE})
 _ERAS = "Backward Compatibility"
+_LEGACY = "HTTP+SSE"
+# The legacy transport is defined in 2024-11-05; later revisions keep it for backward compatibility (a server may go
+# on hosting its endpoints, a client may fall back to it), so its clauses bind a legacy channel of any revision.
+_LEGACY_ONLY = frozenset({LEGACY_SSE})
 
 REQUIREMENTS = [
     Requirement(
@@ -56,6 +61,25 @@ REQUIREMENTS = [
         "header-encoding", _AREA, CLIENT, {"2026-07-28": MUST}, spec.HEADER_ENCODING,
         "an Mcp-Name or Mcp-Param-* value that is not plain header-safe ASCII and not a valid =?base64?…?= form",
         ("post-request",), frozenset({STATELESS})),
+    Requirement(
+        "origin-validated", "HTTP security", SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Transports › Streamable HTTP › Security Warning", "Servers MUST validate the Origin "
+              "header on all incoming connections to prevent DNS rebinding attacks"),
+        "a request from a web page of another site (an Origin that is not http(s) on a loopback name, or null) to "
+        "a server reached on loopback (a loopback Host) answered with a 2xx status: what a DNS rebinding attack "
+        "needs (the 2024-11-05 HTTP+SSE transport has the same sentence)", ("foreign-origin",), HTTP),
+    Requirement(
+        "sse-endpoint-event", _LEGACY, SERVER, since("2024-11-05", MUST),
+        quote("2024-11-05", "Transports › HTTP with SSE", "When a client connects, the server MUST send an endpoint "
+              "event containing a URI for the client to use for sending messages."),
+        "a legacy channel whose endpoint event carries no URI, or comes after a message event (it is due when the "
+        "client connects)", ("legacy-channel",), _LEGACY_ONLY),
+    Requirement(
+        "sse-post-to-endpoint", _LEGACY, CLIENT, since("2024-11-05", MUST),
+        quote("2024-11-05", "Transports › HTTP with SSE", "All subsequent client messages MUST be sent as HTTP POST "
+              "requests to this endpoint."),
+        "a client message of a legacy session (its id in the query) sent to another path than the endpoint "
+        "announced, or by another method than POST", ("legacy-channel",), _LEGACY_ONLY),
     # a dual-era client and a server of another era (docs/negotiation.md)
     Requirement(
         "no-fallback", _ERAS, CLIENT, {"2026-07-28": SHOULD}, spec.FALLBACK_HTTP,
