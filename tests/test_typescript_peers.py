@@ -44,6 +44,26 @@ def test_http_record_then_replay(ts_server, record, transport):
     assert loud(findings(rec.tape)) == []
 
 
+def test_feature_traffic_raises_nothing(ts_server, record):
+    """Resource templates, resource links, an image, a prompt with arguments (issue 34's feature judges on a real
+    server), one Inspector run each over Streamable HTTP."""
+    rec = record(ts_server("streamableHttp"))
+    target = [rec.url, "--transport", "http"]
+    templates = inspector(target, "resources/templates/list")["resourceTemplates"]
+    links = inspector(target, "tools/call", "--tool-name", "get-resource-links", "--tool-arg", "count=2")["content"]
+    image = inspector(target, "tools/call", "--tool-name", "get-tiny-image")["content"]
+    inspector(target, "prompts/list")
+    prompt = inspector(target, "prompts/get", "--prompt-name", "args-prompt", "--prompt-args", "city=Paris")
+    assert rec.stop()[0] == 0
+    assert templates and [c["type"] for c in links].count("resource_link") == 2
+    assert "image" in [c["type"] for c in image] and prompt["messages"]
+    assert loud(findings(rec.tape)) == []
+    table = run_mcptape("check", str(rec.tape), "--requirements", "--format", "json", "--fail-on", "never")
+    verdicts = {row["requirement"]: row["verdict"] for row in json.loads(table.stdout)["requirements"]}
+    judged = ("resource-template-fields", "resource-link-fields", "image-base64", "prompt-message-role")
+    assert {rule: verdicts[rule] for rule in judged} == dict.fromkeys(judged, "pass")
+
+
 def test_stdio_record_then_replay(tmp_path):
     argv, _ = ts_server_argv("stdio")
     tape = tmp_path / "stdio.mcptape"
