@@ -145,7 +145,10 @@ def mcptape_command() -> list[str]:
 def stdio_server(tape: str, edit: str, log: str | None, ignore: tuple[str, ...] = (),
                  match_meta: bool = False) -> list[str]:
     argv = [*mcptape_command(), "replay", os.path.abspath(tape), "--stdio"]
-    argv += ["--edit", edit] if edit else []
+    if edit:  # crosses as JSON data: the replay does not parse the edit language again
+        from ..edits import language
+
+        argv += ["--edits-json", language.dumps([language.parse(edit)])]
     argv += [a for pointer in ignore for a in ("--ignore", pointer)]
     argv += ["--match-meta"] if match_meta else []
     return argv + ["--log", log] if log else argv

@@ -44,6 +44,12 @@ class Result:
     def ok(self) -> bool:
         return not self.differences and not self.missed
 
+    def to_json(self) -> dict:
+        """`mcptape verify --format json`'s document."""
+        return {"differences": [d.to_json() for d in self.differences], "missed": self.missed, "log": self.log,
+                "updated": self.updated, "summary": {"calls": self.calls, "differences": len(self.differences),
+                                                     "missed": len(self.missed)}}
+
     def report(self) -> str:
         lines = list(self.missed)
         for d in self.differences:

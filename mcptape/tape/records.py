@@ -252,6 +252,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+def is_traffic(record: Record) -> bool:
+    """Whether a record is something a peer sent (an HTTP request, a stdio line), not the recorder's own."""
+    return record.get("kind") in (HTTP_REQUEST, STDIO_LINE)
+
+
 def header(t: float, tool: str, redaction: Record | None = None) -> HeaderRecord:
     record: Record = {"kind": HEADER, "format": FORMAT, "t": t, "tool": tool}
     if redaction is not None:
