@@ -161,12 +161,12 @@ def edits_(tape, edit, edits_file, edits_json):
         raise Failure("give the edits to try: --edit EDIT (repeatable) or --edits FILE")
     try:
         reader = Reader(tape)
-        stdio = any(r.get("kind") == records.STDIO_LINE for r in Reader(tape))
+        stdio = any(records.is_stdio_line(r) for r in Reader(tape))
         editor = make_editor(edits_file, edit, edits_json, stdio=stdio)
         for warning in _reach(editor, tape):
             click.echo(f"mcptape: warning: {warning}", err=True)
         for seq, record, plan in dry_run(editor, reader):
-            where = record.get("method", "") + " " if record.get("kind") == records.HTTP_REQUEST else ""
+            where = record.get("method", "") + " " if records.is_http_request(record) else ""
             what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""
             session = f"  [session {record['session'][:8]}]" if record.get("session") else ""
             click.echo(safe(f"record {seq:>6}  {where}{what}{session}"))

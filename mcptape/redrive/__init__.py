@@ -7,9 +7,10 @@ Library use (a regression test from a real session):
     assert result.ok, result.report()
 
 The client's messages go out in recorded order, each once the server messages it followed in the tape have come
-back (script.py); the new conversation is written as a tape (drive.py) and compared with the old one by the engine
-of `mcptape diff`, so the differences read the same. A redacted tape needs its secrets back (`secrets`, pointer ->
-value); redacted values in the server's answers compare equal to anything (check/diff.py).
+back (script.py); the new conversation is written as a tape (drive.py, over_http.py, over_stdio.py) and compared
+with the old one by the engine of `mcptape diff`, so the differences read the same. A redacted tape needs its
+secrets back (`secrets`, pointer -> value); redacted values in the server's answers compare equal to anything
+(check/diff.py).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
     from ..tape import records
     from ..tape.file import TapeError, Writer
     from ..wire import pointer
-    from .drive import HttpRun, StdioRun, Unstartable
+    from .drive import Unstartable
+    from .over_http import HttpRun
+    from .over_stdio import StdioRun
 
     if (upstream is None) == (not command):
         raise VerifyError("give the server to verify: --upstream URL, or -- CMD ARGS… for a stdio server (not both)")

@@ -127,8 +127,7 @@ class _Builder(Observer):
         self.ended: set[int] = set()  # exchanges the server (not the client) ended
 
     def record(self, seen: Seen, model: Model) -> None:
-        r = seen.record
-        kind = r.get("kind")
+        r, kind = seen.record, seen.kind
         label = seen.session.label if seen.session is not None else None
         if seen.session is not None and self.script.transport is None:
             self.script.transport = seen.session.transport

@@ -31,6 +31,28 @@ KINDS = (HEADER, CAPTURE_START, CAPTURE_STOP, HTTP_REQUEST, HTTP_RESPONSE, SSE_E
 
 C2S, S2C = "c2s", "s2c"
 
+
+# A record's kind, asked of this module: an edge that holds a plain record the model did not read (one it has just
+# made, a log it scans) tests it with these, and never reads the `kind` field itself.
+def is_http_request(record: Record) -> bool:
+    return record.get("kind") == HTTP_REQUEST
+
+
+def is_http_response(record: Record) -> bool:
+    return record.get("kind") == HTTP_RESPONSE
+
+
+def is_sse_event(record: Record) -> bool:
+    return record.get("kind") == SSE_EVENT
+
+
+def is_end(record: Record) -> bool:
+    return record.get("kind") == END
+
+
+def is_stdio_line(record: Record) -> bool:
+    return record.get("kind") == STDIO_LINE
+
 # How an exchange ended. "complete" is the only clean one; the others say who broke it off.
 COMPLETE = "complete"
 CLIENT_DISCONNECTED = "client-disconnected"
