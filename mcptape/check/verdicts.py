@@ -167,6 +167,8 @@ class Exercise(Observer):
                 facts.add(kind)
             elif kind == "resource":
                 facts.add("embedded-resource")
+            elif kind == "resource_link":
+                facts.add("resource-link")
         return None
 
     def _modern(self, call: Call) -> None:
