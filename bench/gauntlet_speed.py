@@ -64,7 +64,7 @@ def record(tape: Path) -> None:
     try:
         if ready is None:
             raise SystemExit(f"mcptape record exited: {proc.stderr.read()}")
-        url = ready["url"]
+        url = ready.url
         anyio.run(client, url, None)
     finally:
         proc.send_signal(signal.SIGINT)

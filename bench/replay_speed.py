@@ -195,7 +195,7 @@ def main() -> None:
                                          "127.0.0.1:0", "-o", tape], stdout=subprocess.DEVNULL)
             if ready is None:
                 raise SystemExit("mcptape record exited before it listened")
-            rec_url = ready["url"]
+            rec_url = ready.url
             Client(rec_url).session(3)
             rec.send_signal(signal.SIGINT)
             rec.wait()

@@ -112,7 +112,7 @@ def record_http(story: str, tape: Path) -> None:
         try:
             if ready is None:
                 raise SystemExit(f"record_all: mcptape record exited ({recorder.wait()})")
-            _run_client(story, ready["url"])
+            _run_client(story, ready.url)
         finally:
             _stop(recorder)
     finally:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .lifecycle import Transition
-    from .model import Call, Session
+    from .conversation import Call, Session
 
 
 class Fact:

@@ -5,7 +5,8 @@ kept while it is open, a call while it is unsettled. Whoever reads the model (ch
 what it settles: `Observer.record` sees every record with the model's view of it, `Observer.call` every call once
 it is settled (answered, or at the end of the history), with its `outcome`; `Observer.noted` the records the model
 noticed something on, as typed facts (facts.py); `Observer.exchange` each HTTP exchange once it is over, with its
-records (the exports: HAR, mitmproxy flows).
+records (the exports: HAR, mitmproxy flows). What it builds is in conversation.py, what it hands out in observer.py
+and facts.py.
 
 Correlation follows the protocol, not the transport: a response belongs to the request with the same id sent the
 other way in the same session (both sides issue requests with their own id spaces), wherever it arrived: on the
@@ -14,190 +15,26 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
-from .facts import (DuplicateRequest, Fact, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
+# what the model builds, hands its observers and the lifecycle's names, read by check, show and replay through the
+# model too (re-exported)
+from .conversation import (HANDSHAKE_VERSIONS, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call,  # noqa: F401
+                           Exchange, Passed, Session)
+from .facts import (DuplicateRequest, LateResponse, Malformed, OrphanResponse, ProgressAfterResponse,
                     ResponseOnGetStream, SessionTransition, outcome_of)
-# the lifecycle's names, read by check, show and replay through the model too (re-exported)
-from .lifecycle import (DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, Life, State,  # noqa: F401
+from .lifecycle import (DELETED, ENDED, EXPIRED, OPENED, REFUSED, SUPERSEDED, State,  # noqa: F401
                         Transition, refusal_text)
+from .memory import Recent, collector_paused  # noqa: F401
+from .observer import Observer, Seen  # noqa: F401
 from .tape import records
 from .wire import http, jsonrpc
 
-# How a session reached us. The rules each transport obeys differ (docs/transports.md).
-STDIO = "stdio"
-LEGACY_SSE = "http+sse"  # 2024-11-05
-STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
-STATELESS = "stateless-http"  # 2026-07-28
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 _NEW = State.NEW
-
-
-# A session's life (opened, refused, deleted, expired, ended, superseded) is decided by lifecycle.py's table, which
-# the model asks; check, show, diff and replay read it (docs/sessions.md).
-
-
-@dataclass
-class Session:
-    label: str  # the session id as recorded, or a stable label where the transport has none
-    tape: str
-    transport: str
-    version: str | None = None  # negotiated: initialize's answer, or the 2026 header
-    initialized: bool = False
-    life: Life = field(default_factory=Life)  # its state, and the steps that made it (lifecycle.py)
-    # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
-    # client closed the server's stdin; s2c, the server closed its stdout
-    left: dict[str, int] = field(default_factory=dict)
-    resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
-
-    # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
-    # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
-    opened = property(attrgetter("life.opened"))
-    dead = property(attrgetter("life.dead"))
-    ended = property(attrgetter("life.ended"))
-    superseded = property(attrgetter("life.superseded"))
-    refused_with = property(attrgetter("life.refused_with"))
-    unknown = property(attrgetter("life.unknown"))
-    midway = property(attrgetter("life.midway"))
-
-    @property
-    def short(self) -> str:
-        """How show and diff name it: the start of its id; stdio#N (the Nth run of a stdio server); stateless."""
-        if self.transport == STDIO:
-            return "stdio" + self.label[self.label.rfind("#"):]
-        if self.transport == STATELESS:
-            return "stateless"
-        return self.label[:8]
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One HTTP request and what came back, while it is open. When it ends, its headers and bodies are dropped:
-    calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
-    every request's headers and body alive."""
-
-    number: int
-    seq: int
-    t: float
-    method: str
-    conn: int | None
-    session: Session | None
-    sent_session: str | None  # the Mcp-Session-Id the client put on it
-    version_header: str | None
-    headers: list
-    msg: Any = None
-    status: int | None = None
-    get_stream: bool = False  # a GET answered with an event stream: the standalone stream, or a resumed one
-    last_event_id: str | None = None  # on a GET: the stream it resumes
-    last_sse_id: str | None = None  # the last event id its SSE stream carried: a stream the client could resume
-    end: str | None = None
-    injected: bool = False
-    calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
-    mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
-    passed: Passed | None = None  # its records, while an observer reads whole exchanges
-
-
-@dataclass(slots=True)
-class Passed:
-    """An exchange's records as they passed, for whoever exports whole exchanges (HAR, mitmproxy flows): the
-    request, the head of the response, the SSE events, the end, and every record about it in order (edits
-    included). Kept only while an observer reads exchanges (Observer.exchange): check never pays for it."""
-
-    request: dict
-    response: dict | None = None
-    events: list[dict] = field(default_factory=list)
-    end: dict | None = None
-    records: list[dict] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Call:
-    """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
-    whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
-    as it is, to recognise a late answer, late progress or a reused id: thousands are remembered, and with their
-    messages, keeping and freeing them cost check a tenth of its time on a large tape (as Exchange, for the same
-    reason)."""
-
-    tape: str
-    session: Session
-    dir: str  # who sent the request: c2s (client request) or s2c (server request)
-    id: Any
-    method: str
-    request: dict | None
-    seq: int
-    t: float
-    exchange: Exchange | None = None  # the HTTP exchange that carried the request
-    response: dict | None = None
-    response_seq: int | None = None
-    progress: list[tuple[int, float, Any]] | tuple[()] = field(default_factory=list)
-    cancel: tuple[int, float, Any] | None = None
-    injected: bool = False
-    outcome: Outcome | None = None  # how it ended: decided when it settles, before its messages are dropped
-    # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
-    key: tuple = ()
-    token_key: tuple | None = None
-
-    @property
-    def answered(self) -> bool:
-        return self.response_seq is not None  # still true once a settled call has dropped its messages
-
-    @property
-    def rejected_status(self) -> int | None:
-        """An HTTP error status that refused the request outright (no JSON-RPC answer follows)."""
-        ex = self.exchange
-        if ex is not None and ex.status is not None and ex.status >= 400 and self.dir == records.C2S:
-            return ex.status
-        return None
-
-
-@dataclass(slots=True)
-class Seen:
-    """A record as the model understands it: where it sits, which session and exchange it belongs to, and the
-    facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late answer,
-    progress after the answer, an answer on the GET stream, a malformed message)."""
-
-    tape: str
-    seq: int
-    record: dict
-    kind: Any  # the record's kind (records.KINDS; anything in a hostile tape)
-    t: float = 0.0
-    session: Session | None = None
-    exchange: Exchange | None = None
-    notes: tuple[Fact, ...] = ()
-
-    def note(self, fact: Fact) -> None:
-        self.notes += (fact,)
-
-
-class Observer:
-    """Override what you need. Findings or anything else come back as iterables. `record` runs for every record of
-    the kinds in `kinds` (of every kind when None), so it returns None fast when a record is not its business;
-    `noted` runs for the records the model noticed something on (see Seen.notes), a few in a large tape."""
-
-    kinds: ClassVar[frozenset[str] | None] = None
-
-    def record(self, seen: Seen, model: Model) -> Iterable[Any] | None:
-        return None
-
-    def noted(self, seen: Seen, model: Model) -> Iterable[Any] | None:
-        return None
-
-    def call(self, call: Call, model: Model) -> Iterable[Any] | None:
-        return None
-
-    def exchange(self, ex: Exchange, model: Model) -> Iterable[Any] | None:
-        """An HTTP exchange is over: its end came, a request took its number, or the tape ended first. Its
-        records are in `ex.passed` (the model keeps them only when an observer overrides this)."""
-        return None
-
-    def finish(self, model: Model) -> Iterable[Any]:
-        return ()
+_C2S, _S2C = records.C2S, records.S2C
+_id_key = jsonrpc.id_key
 
 
 class Model:
@@ -216,25 +53,27 @@ class Model:
         self._legacy_paths: dict[str, Session] = {}
         self._started = False  # the tape holds a conversation's start (an initialize, a legacy channel opening)
         self._dead: list[Session] = []  # dead sessions the client has not yet replaced by a new one
-        # the hot loop: dispatch by kind, and ask only the observers that look at records of that kind
         self._handlers = {
             records.CAPTURE_START: self._capture_start, records.HTTP_REQUEST: self._http_request,
             records.HTTP_RESPONSE: self._http_response, records.SSE_EVENT: self._sse_event,
             records.END: self._http_end, records.STDIO_LINE: self._stdio, records.STDIO_STDERR: self._stdio,
             records.STDIO_EXIT: self._stdio, records.STDIO_EOF: self._stdio, records.EDIT: self._edit,
         }
-        watching = [o for o in observers if type(o).record is not Observer.record]
-        self._record_observers = {kind: [o for o in watching if o.kinds is None or kind in o.kinds]
-                                  for kind in records.KINDS}
-        self._any_kind_observers = [o for o in watching if o.kinds is None]  # for kinds this mcptape does not know
         self._noted_observers = [o for o in observers if type(o).noted is not Observer.noted]
-        self._call_observers = [o for o in observers if type(o).call is not Observer.call]
+        self._call_watchers = [o.call for o in observers if type(o).call is not Observer.call]
         self._exchange_observers = [o for o in observers if type(o).exchange is not Observer.exchange]
         self._over: list[Exchange] = []  # exchanges a record ended, for the exchange observers
         if self._exchange_observers:  # keep each exchange's records for them (check never pays for it)
             for kind in (records.HTTP_REQUEST, records.HTTP_RESPONSE, records.SSE_EVENT, records.END, records.EDIT):
                 self._handlers[kind] = self._keeping(self._handlers[kind])
         self._settled_now: list[Call] = []  # calls a record settled, reused to spare an allocation per record
+        # the hot loop's one lookup per record: the model's handler for its kind, and the bound `record` of each
+        # observer that looks at records of that kind (of every kind, for kinds this mcptape does not know)
+        watching = [o for o in observers if type(o).record is not Observer.record]
+        self._unknown = (None, [o.record for o in watching if o.kinds is None])
+        self._plans = {kind: (self._handlers.get(kind),
+                              [o.record for o in watching if o.kinds is None or kind in o.kinds])
+                       for kind in {*records.KINDS, *self._handlers}}
 
     # -- feeding ---------------------------------------------------------------------------------------------------
 
@@ -245,16 +84,16 @@ class Model:
         self._run = 0
         self._exchanges = {}
         self._started = False
-        handlers, observers, any_kind = self._handlers, self._record_observers, self._any_kind_observers
+        plans, unknown = self._plans, self._unknown
         noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
             kind = record.get("kind")
             seen = Seen(name, seq, record, kind, record.get("t", 0.0))
-            handler = handlers.get(kind)
+            handler, watchers = plans.get(kind, unknown)
             if handler is not None:
                 handler(seen, settled)
-            for observer in observers.get(kind, any_kind):
-                found = observer.record(seen, self)
+            for watch in watchers:
+                found = watch(seen, self)
                 if found:
                     yield from found
             if "problem" in record:
@@ -325,12 +164,8 @@ class Model:
         key = call.key
         if self._calls.get(key) is call:
             del self._calls[key]
-        out: list[Any] = []
         call.outcome = outcome_of(call)
-        for observer in self._call_observers:
-            found = observer.call(call, self)
-            if found:
-                out += found
+        out = [finding for watch in self._call_watchers if (found := watch(call, self)) for finding in found]
         call.request = call.response = None  # see Call
         call.progress = ()
         self._settled.remember(key, call)
@@ -353,7 +188,7 @@ class Model:
     def _sent_session(self, label: str, transport: str) -> Session:
         """The session a request carries; one the tape never saw opened is unknown, or was opened before the
         capture began."""
-        session = self.session(label, transport)
+        session = self.sessions.get(("", label)) or self.session(label, transport)  # (no stdio session: keyed "")
         if session.life.state is _NEW:
             session.life.met(self._started)
         return session
@@ -373,7 +208,7 @@ class Model:
         version = _text(r.get("protocol_version"))
         sent = r.get("session")
         session: Session | None = None
-        if sent and r.get("path") in self._legacy_paths:
+        if sent and self._legacy_paths and r.get("path") in self._legacy_paths:
             session = self._sent_session(sent, LEGACY_SSE)
         elif sent:
             session = self._sent_session(sent, STREAMABLE)
@@ -501,34 +336,44 @@ class Model:
 
     def _messages(self, seen: Seen, session: Session, direction: str, body: Any, ex: Exchange | None,
                   settled: list[Call]) -> None:
-        for msg in jsonrpc.messages(body):
-            kind = jsonrpc.kind(msg)
-            if kind == "request":
-                self._request(seen, session, direction, msg, ex)
-            elif kind in ("response", "error"):
+        """Each message of a body (one, or a batch's items) to what its shape makes it (jsonrpc.kind, inlined: this
+        runs for every message of a tape)."""
+        for msg in (body,) if type(body) is dict else jsonrpc.messages(body):
+            if not isinstance(msg, dict):
+                continue
+            if "method" in msg:
+                if type(msg["method"]) is str:
+                    if "id" in msg:
+                        self._request(seen, session, direction, msg, ex)
+                    else:
+                        self._notification(seen, session, direction, msg)
+            elif "result" in msg or "error" in msg:
                 self._response(seen, session, direction, msg, ex, settled)
-            elif kind == "notification":
-                self._notification(seen, session, direction, msg, settled)
 
     def _request(self, seen: Seen, session: Session, direction: str, msg: dict, ex: Exchange | None) -> None:
-        call = Call(self.tape, session, direction, msg.get("id"), str(msg.get("method")), msg, seen.seq,
-                    seen.t, ex, injected=bool(seen.record.get("injected")))
-        key = call.key = (id(session), direction, jsonrpc.id_key(call.id))
-        meta = _meta(msg)
-        if (version := _text(meta.get("io.modelcontextprotocol/protocolVersion"))) is not None:
-            # the 2026-07-28 era puts the protocol version on every request
-            session.version = version
-        earlier = self._calls.get(key)
+        ident = msg["id"]
+        call = Call(self.tape, session, direction, ident, msg["method"], msg, seen.seq, seen.t, ex,
+                    injected=bool(seen.record.get("injected")))
+        key = call.key = (id(session), direction, _id_key(ident))
+        params = msg.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = None
+        if isinstance(meta, dict):
+            token = meta.get("progressToken")
+            version = meta.get("io.modelcontextprotocol/protocolVersion")
+            if isinstance(version, str):  # the 2026-07-28 era puts the protocol version on every request
+                session.version = version
+        calls = self._calls
+        earlier = calls.get(key)
         if earlier is None and not (session.version or "").startswith("2026"):
             # before 2026-07-28 an id may never be used twice in a session; since then, not while in flight
             earlier = self._settled.get(key)
         if earlier is not None:
             seen.note(DuplicateRequest(earlier))
-        self._calls[key] = call
-        token = meta.get("progressToken")
+        calls[key] = call
         if token is not None:
-            call.token_key = (id(session), jsonrpc.id_key(token))
-            self._progress_tokens[call.token_key] = call
+            call.token_key = token_key = (id(session), _id_key(token))
+            self._progress_tokens[token_key] = call
         if call.method == "initialize":
             session.initialized = False
 
@@ -536,22 +381,22 @@ class Model:
                   settled: list[Call]) -> None:
         if ex is not None and ex.get_stream and ex.last_event_id is None and session.transport == STREAMABLE:
             seen.note(ResponseOnGetStream(msg))
-        asked = records.C2S if direction == records.S2C else records.S2C
-        key = (id(session), asked, jsonrpc.id_key(msg.get("id")))
+        asked = _C2S if direction == _S2C else _S2C
+        ident = msg.get("id")
+        key = (id(session), asked, _id_key(ident))
         call = self._calls.get(key)
-        if call is None and msg.get("id") is None and ex is not None and asked == records.C2S:
-            # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers the
-            # request its HTTP exchange carried
-            call = next((c for c in self._calls.values() if c.exchange is ex), None)
-        if call is None and msg.get("id") is None and ex is not None and (ex.status or 0) >= 400:
-            return  # the body of an HTTP error that answered no request (a DELETE or GET refused): not an orphan
         if call is None:
-            late = self._settled.get(key)
-            if late is not None:
-                seen.note(LateResponse(late))
-            else:
-                seen.note(OrphanResponse(msg))
-            return
+            if ident is None and ex is not None:
+                if asked == _C2S:
+                    # an error with a null id (the id could not be read, or an HTTP-level rejection): it answers
+                    # the request its HTTP exchange carried
+                    call = next((c for c in self._calls.values() if c.exchange is ex), None)
+                if call is None and (ex.status or 0) >= 400:
+                    return  # the body of an HTTP error that answered no request (a DELETE or GET refused)
+            if call is None:
+                late = self._settled.get(key)
+                seen.note(LateResponse(late) if late is not None else OrphanResponse(msg))
+                return
         if call.response_seq is not None:  # answered already in this same record (a batch): a second answer
             seen.note(LateResponse(call))
             return
@@ -563,68 +408,34 @@ class Model:
             session.version = version or session.version
         settled.append(call)
 
-    def _notification(self, seen: Seen, session: Session, direction: str, msg: dict, settled: list[Call]) -> None:
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        t = seen.t
-        method = msg.get("method")
-        if method == "notifications/cancelled":
-            call = self._calls.get((id(session), direction, jsonrpc.id_key(params.get("requestId"))))
-            if call is not None and call.cancel is None:
-                call.cancel = (seen.seq, t, params.get("reason"))
-        elif method == "notifications/progress":
-            token = jsonrpc.id_key(params.get("progressToken"))
-            call = self._progress_tokens.get((id(session), token))
+    def _notification(self, seen: Seen, session: Session, direction: str, msg: dict) -> None:
+        method = msg["method"]
+        if method != "notifications/progress" and method != "notifications/cancelled":
+            return  # the model follows no other notification
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            params = _EMPTY
+        if method == "notifications/progress":
+            key = (id(session), _id_key(params.get("progressToken")))
+            call = self._progress_tokens.get(key)
             if call is not None:
-                call.progress.append((seen.seq, t, params.get("progress")))
-            elif (late := self._settled_tokens.get((id(session), token))) is not None:
+                entry = (seen.seq, seen.t, params.get("progress"))
+                if call.progress:
+                    call.progress.append(entry)
+                else:
+                    call.progress = [entry]  # see Call.progress
+            elif (late := self._settled_tokens.get(key)) is not None:
                 seen.note(ProgressAfterResponse(late))
+        else:
+            call = self._calls.get((id(session), direction, _id_key(params.get("requestId"))))
+            if call is not None and call.cancel is None:
+                call.cancel = (seen.seq, seen.t, params.get("reason"))
 
     def open_calls(self) -> Iterator[Call]:
         return iter(self._calls.values())
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a long tape is fed. The model's objects hold no reference
-    cycles (reference counting frees every record, exchange and call), but the bounded caches of settled calls keep
-    ~10^5 objects alive that each collection would rescan for garbage that is not there: about a sixth of check's
-    time on a large tape."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-class Recent:
-    """Remembers at least the last `size` entries and at most twice that: two generations of plain dicts, the
-    older dropped whole when the newer fills (cheaper than evicting one entry at a time)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.new: dict = {}
-        self.old: dict = {}
-
-    def remember(self, key: Any, value: Any) -> None:
-        self.new[key] = value
-        if len(self.new) >= self.size:
-            self.old, self.new = self.new, {}
-
-    def get(self, key: Any) -> Any:
-        found = self.new.get(key)
-        return self.old.get(key) if found is None else found
-
-
-_NO_META: dict = {}
-
-
-def _meta(msg: dict) -> dict:
-    """A request's params._meta (progress token, the 2026 protocol version), or an empty map; not to be changed."""
-    params = msg.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta if isinstance(meta, dict) else _NO_META
+_EMPTY: dict = {}  # the params of a message that has none: read, never changed
 
 
 def _text(value: object) -> str | None:

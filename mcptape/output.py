@@ -18,10 +18,19 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from typing import IO
+
+
+class WriteMode(StrEnum):
+    """What to do with an output file that exists: refuse it (new), add to it (append; a tape), replace it
+    (force)."""
+
+    NEW = "new"
+    APPEND = "append"
+    FORCE = "force"
 
 
 class OutputError(Exception):
@@ -59,6 +68,8 @@ class Output:
 
     def open(self) -> int:
         """A file descriptor to write to: the device or FIFO itself, else a temporary file beside the target."""
+        import tempfile  # here: every command imports this module's names (WriteMode) at start
+
         try:
             if self.in_place:
                 return os.open(self.real, os.O_WRONLY)

@@ -179,7 +179,7 @@ def record(client: Client, tape: Path, env: dict) -> None:
         try:
             if ready is None:
                 raise RuntimeError(f"mcptape record exited: {rec.stderr.read()}")
-            url = ready["url"]
+            url = ready.url
             argv = [arg.replace("{url}", url) for arg in client.command]
             subprocess.run(argv, env=env, timeout=120, capture_output=True)
         finally:

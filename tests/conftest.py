@@ -145,8 +145,7 @@ def start_recording(upstream: str | None, tape: Path, *args: str, wrap: tuple[st
     proc, ready = start([*wrap, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if ready is None:
         raise RuntimeError(f"mcptape record exited early: {proc.communicate(timeout=30)[1]}")
-    url = ready["url"]
-    return Recording(proc, url, tape)
+    return Recording(proc, ready.url, tape)
 
 
 @pytest.fixture

@@ -131,12 +131,31 @@ def _calls_tape(path: Path, calls: int) -> Path:
     return path
 
 
+def _session_tape(path: Path, calls: int) -> Path:
+    """A correct conversation (no findings): what a report of a long, healthy session holds."""
+    from mcptape.testing.builder import Conversation
+
+    tape = Conversation()
+    tape.initialize()
+    for i in range(calls):
+        tape.call("tools/call", {"name": "add", "arguments": {"a": i}}, result={"content": [{"type": "text",
+                                                                                          "text": str(i)}]})
+    tape.write(path)
+    return path
+
+
 @pytest.mark.parametrize("command", [["show", "--format", "json"], ["show", "--format", "jsonl"],
-                                     ["export", "--format", "json"]], ids=" ".join)
-def test_streamed_output_costs_the_same_memory_for_a_tape_ten_times_larger(inputs, command):
-    small, large = inputs / "calls-small.mcptape", inputs / "calls-large.mcptape"
+                                     ["export", "--format", "json"], ["report"], ["report", "--format", "json"]],
+                         ids=" ".join)
+def test_output_costs_the_same_memory_for_a_tape_ten_times_larger(inputs, command):
+    if command[0] == "report":  # a report's findings are its output: the tapes are healthy sessions
+        small, large = inputs / "session-small.mcptape", inputs / "session-large.mcptape"
+        make = _session_tape
+    else:
+        small, large = inputs / "calls-small.mcptape", inputs / "calls-large.mcptape"
+        make = _calls_tape
     if not large.exists():
-        _calls_tape(small, 5_000)
-        _calls_tape(large, 50_000)
+        make(small, 5_000)
+        make(large, 50_000)
     peaks = [bounded(command[0], str(tape), *command[1:]).peak_mb for tape in (small, large)]
-    assert peaks[1] - peaks[0] < 20, f"{command}: {peaks[0]:.0f} MB for 10,000 records, {peaks[1]:.0f} MB for 100,000"
+    assert peaks[1] - peaks[0] < 20, f"{command}: {peaks[0]:.0f} MB for 5,000 calls, {peaks[1]:.0f} MB for 50,000"

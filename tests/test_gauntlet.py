@@ -17,7 +17,7 @@ from mcptape.demo.client import script
 from mcptape.edits import parse
 from mcptape.gauntlet import FAULTS, Gauntlet, positions
 from mcptape.gauntlet.faults import BY_NAME, not_applicable, pick
-from mcptape.gauntlet.runner import expand
+from mcptape.gauntlet.client import expand
 from mcptape.replay.recorded import load
 
 from .conftest import MCPTAPE, free_port, spawn_demo, start_recording, stop, wait_until

@@ -46,9 +46,9 @@ class Clock:
 
 
 @contextlib.contextmanager
-def recorder(tape, clock: Clock, **options) -> Iterator[Recorder]:
+def recorder(tape, clock: Clock, addon: Recorder | None = None, **options) -> Iterator[Recorder]:
     """The addon configured as `mcptape record --upstream UPSTREAM/mcp` configures it; closed (capture.stop) after."""
-    addon = Recorder(clock)
+    addon = addon or Recorder(clock)
     with taddons.context(addon) as tctx:
         tctx.configure(addon, mode=[f"reverse:{UPSTREAM}"], mcptape_tape=str(tape), mcptape_endpoint=["/mcp"],
                        **options)
@@ -261,3 +261,24 @@ def test_a_live_edit_answers_in_place_of_the_server(tmp_path):
     edit, refused = recorded[2], recorded[3]
     assert edit["edits"] == ["status code=503 at=post:1"] and "503" in edit["detail"]
     assert refused["status"] == 503 and {k.lower(): v for k, v in refused["headers"]}["retry-after"] == "1"
+
+
+def test_in_process_the_recorder_takes_the_parsed_editor_and_redactor_as_objects(tmp_path, monkeypatch):
+    """`mcptape record` hands the addon its Editor and Redactor (as mitmproxy's Dumper takes its outfile): no
+    option string is parsed again; the mcptape_edit and redaction options are for `mitmdump -s` only."""
+    from mcptape.edits import Editor, language
+    from mcptape.redact.redactor import Redactor
+
+    editor = Editor([language.parse("status code=503 at=post:1")])
+    redactor = Redactor(["x-team"], keep_paths=["/params/clientInfo/name"])
+    monkeypatch.setattr(language, "parse", lambda text: pytest.fail(f"parsed {text!r} again"))
+    tape, clock = tmp_path / "run.mcptape", Clock(1000.0)
+    with recorder(tape, clock, Recorder(clock, editor=editor, redactor=redactor)) as addon:
+        assert addon.editor is editor
+        flow = post(INIT, 1001.0, {"x-team": "blue"})
+        asyncio.run(addon.request(flow))
+        assert flow.response is not None and flow.response.status_code == 503  # the given editor's edit
+    assert editor.unfired() == []
+    assert read(tape).header["redaction"] == redactor.describe()
+    [request] = [r for r in records(tape) if r["kind"] == "http.request"]
+    assert dict(request["headers"])["x-team"].startswith("<redacted:")  # the given redactor's extra header

@@ -131,7 +131,9 @@ def test_a_long_conversation_is_folded_around_the_calls_that_matter(tmp_path):
     md = render(data, "md")
     assert "## Calls that matter" in md and "| tools/call #2500 add | error -32000 boom |" in md
     assert "1 of 5001 calls matter" not in md and "2 of 5001 calls matter" in md  # the handshake and the failure
-    assert len(data["calls"]) == 5001  # the JSON keeps every call
+    assert data["summary"]["calls"] == 5001 and len(data["calls"]) < 2100  # the report keeps what it shows
+    listed = json.loads(render(data, "json"))["calls"]  # and the JSON lists every call, from its spool
+    assert len(listed) == 5001 and listed[2500]["outcome"] == "error" and listed[4999]["id"] == 4999
 
 
 def test_a_finding_about_a_notification_draws_the_notification(tmp_path):

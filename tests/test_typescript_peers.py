@@ -28,6 +28,11 @@ def findings(tape) -> list[dict]:
     return json.loads(result.stdout)["findings"]
 
 
+def loud(found: list[dict]) -> list[tuple[str, str]]:
+    """Findings at warning or above, as (rule, message): of a correct conversation, none (issue 33)."""
+    return [(f["rule"], f["message"]) for f in found if f["severity"] in ("error", "warning")]
+
+
 @pytest.mark.parametrize("transport", ["streamableHttp", "sse"])
 def test_http_record_then_replay(ts_server, record, transport):
     rec = record(ts_server(transport))
@@ -36,7 +41,27 @@ def test_http_record_then_replay(ts_server, record, transport):
     ts_server.stop_all()  # from here on only the tape answers
     with replaying(str(rec.tape)) as url:
         assert conversation([url, "--transport", FLAG[transport]]) == recorded
-    assert [f for f in findings(rec.tape) if f["severity"] == "error"] == []
+    assert loud(findings(rec.tape)) == []
+
+
+def test_feature_traffic_raises_nothing(ts_server, record):
+    """Resource templates, resource links, an image, a prompt with arguments (issue 34's feature judges on a real
+    server), one Inspector run each over Streamable HTTP."""
+    rec = record(ts_server("streamableHttp"))
+    target = [rec.url, "--transport", "http"]
+    templates = inspector(target, "resources/templates/list")["resourceTemplates"]
+    links = inspector(target, "tools/call", "--tool-name", "get-resource-links", "--tool-arg", "count=2")["content"]
+    image = inspector(target, "tools/call", "--tool-name", "get-tiny-image")["content"]
+    inspector(target, "prompts/list")
+    prompt = inspector(target, "prompts/get", "--prompt-name", "args-prompt", "--prompt-args", "city=Paris")
+    assert rec.stop()[0] == 0
+    assert templates and [c["type"] for c in links].count("resource_link") == 2
+    assert "image" in [c["type"] for c in image] and prompt["messages"]
+    assert loud(findings(rec.tape)) == []
+    table = run_mcptape("check", str(rec.tape), "--requirements", "--format", "json", "--fail-on", "never")
+    verdicts = {row["requirement"]: row["verdict"] for row in json.loads(table.stdout)["requirements"]}
+    judged = ("resource-template-fields", "resource-link-fields", "image-base64", "prompt-message-role")
+    assert {rule: verdicts[rule] for rule in judged} == dict.fromkeys(judged, "pass")
 
 
 def test_stdio_record_then_replay(tmp_path):
@@ -46,7 +71,7 @@ def test_stdio_record_then_replay(tmp_path):
     replayed = conversation([MCPTAPE, "replay", str(tape), "--stdio"])
     assert replayed == recorded
     found = findings(tape)
-    assert [f for f in found if f["severity"] == "error"] == []
+    assert loud(found) == []
     # the server asks roots/list once the Inspector has closed its stdin: said, not blamed
     late = [f for f in found if f["rule"] == "request-after-close"]
     assert late and all(f["dir"] == "s2c" and f["severity"] == "info" for f in late), found

@@ -61,7 +61,11 @@ def _guarded(hook: Callable) -> Callable:
 
 
 class Recorder:
-    def __init__(self, clock: Clock = time.time, watch: Callable[[records.Record], None] | None = None) -> None:
+    def __init__(self, clock: Clock = time.time, watch: Callable[[records.Record], None] | None = None,
+                 editor: edits.Editor | None = None, redactor: Redactor | None = None) -> None:
+        # in process (`mcptape record`), the parsed edits and redaction come in here, as mitmproxy's own addons
+        # take objects (Dumper(outfile=…)); the mcptape_edit and redaction options are for `mitmdump -s`
+        self._given = (editor, redactor)
         # what the recorder stamps itself (requests and responses carry mitmproxy's own timestamps); injected so a
         # test can run the addon in memory and know every record's t
         self.clock = clock
@@ -123,7 +127,7 @@ class Recorder:
             edits.check_transport(parsed, live=True)
         except edits.EditError as e:
             raise exceptions.OptionsError(str(e)) from None
-        self.editor = edits.Editor(parsed) if parsed else None
+        self.editor = self._given[0] or (edits.Editor(parsed) if parsed else None)
         self._configure_modes()
         try:
             self.keep = human.parse_size(ctx.options.mcptape_store_streamed_bodies)
@@ -142,8 +146,8 @@ class Recorder:
         mode = "append" if ctx.options.mcptape_append else "force" if ctx.options.mcptape_force else "new"
         now = self.clock()
         try:
-            redactor = Redactor(ctx.options.mcptape_redact_header, not ctx.options.mcptape_no_redact,
-                                ctx.options.mcptape_keep_path, ctx.options.mcptape_redact_path)
+            redactor = self._given[1] or Redactor(ctx.options.mcptape_redact_header, not ctx.options.mcptape_no_redact,
+                                                  ctx.options.mcptape_keep_path, ctx.options.mcptape_redact_path)
             self.writer = Writer(path, records.header(now, TOOL, redactor.describe()), mode)
         except (TapeError, ValueError) as e:
             raise exceptions.OptionsError(str(e)) from None

@@ -38,7 +38,7 @@ class TapeSink:
             self.failure = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
             logger.error(f"mcptape: recording stopped ({self.failure}); the traffic goes on unrecorded")
             return
-        if records.opens_exchange(record):
+        if records.is_http_request(record):
             self.exchanges += 1
         if self.watch is not None:
             try:

@@ -38,6 +38,15 @@ class Difference:
         return {"kind": self.kind, "call": self.call, "path": self.path, "a": self.a, "b": self.b}
 
 
+def to_json(differences: list[Difference]) -> dict:
+    """`mcptape diff --format json`'s document: the differences, and how many of each kind."""
+    kinds: dict[str, int] = {}
+    for d in differences:
+        kinds[d.kind] = kinds.get(d.kind, 0) + 1
+    return {"differences": [d.to_json() for d in differences],
+            "summary": {"differences": len(differences), "kinds": kinds}}
+
+
 @dataclass(slots=True)
 class _Called:
     """What diff keeps of a call: enough to compare and name it, none of the transport around it. Params and answer

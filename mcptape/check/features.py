@@ -134,6 +134,8 @@ class Features(Observer):
             _prompts(state, result)
         elif method == "resources/list":
             found += _resources(call, result)
+        elif method == "resources/templates/list":
+            found += _templates(call, result)
         elif method == "resources/read":
             for content in list_of(result.get("contents")):
                 if isinstance(content, dict) and "blob" in content and not is_base64(content["blob"]):
@@ -176,6 +178,8 @@ class Features(Observer):
 
     def _tool_result(self, call: Call, state: _Server, result: dict) -> list[Finding]:
         found: list[Finding] = []
+        if "isError" in result and type(result["isError"]) is not bool:
+            found += broke_call("tool-is-error-boolean", call, f"isError is {result['isError']!r:.40}, not a boolean")
         content = result.get("content")
         text = False
         for item in content if type(content) is list else ():
@@ -231,6 +235,11 @@ class Features(Observer):
             if not isinstance(resource.get("text"), str) and not is_base64(resource.get("blob")):
                 return broke_call("embedded-resource-fields", call, f"the embedded resource "
                                   f"{resource['uri'][:80]!r} has neither text nor a base64 blob")
+        elif kind == "resource_link":
+            missing = [k for k in ("uri", "name") if not isinstance(item.get(k), str)]
+            if missing:
+                return broke_call("resource-link-fields", call, f"a resource link without a string "
+                                  f"{' nor '.join(missing)}")
         return []
 
     @staticmethod
@@ -278,7 +287,7 @@ class Features(Observer):
         return found
 
 
-_ITEMS = frozenset({"image", "audio", "resource"})
+_ITEMS = frozenset({"image", "audio", "resource", "resource_link"})
 _JUDGED = LISTS | {"initialize", "tools/call", "resources/read", "prompts/get", "sampling/createMessage",
                    "elicitation/create", "logging/setLevel", "completion/complete", "roots/list", "resources/subscribe",
                    "resources/unsubscribe"}
@@ -315,6 +324,16 @@ def _resources(call: Call, result: dict) -> list[Finding]:
         uri = resource.get("uri") if isinstance(resource, dict) else None
         if isinstance(uri, str) and not _SCHEME.match(uri):
             return broke_call("resource-uri-scheme", call, f"the resource uri {uri[:80]!r} has no URI scheme")
+    return []
+
+
+def _templates(call: Call, result: dict) -> list[Finding]:
+    for template in list_of(result.get("resourceTemplates")):
+        template = template if isinstance(template, dict) else {}
+        missing = [k for k in ("uriTemplate", "name") if not isinstance(template.get(k), str)]
+        if missing:
+            return broke_call("resource-template-fields", call, f"a resource template without a string "
+                              f"{' nor '.join(missing)}")
     return []
 
 

@@ -93,9 +93,10 @@ class Modern(Observer):
             if len(listens) < _MAX:
                 listens[_key(msg["id"])] = wanted if isinstance(wanted, dict) else {}
             return None
-        if not (isinstance(method, str) and method.startswith("notifications/") and "id" not in msg
-                and seen.record.get("dir") == records.S2C):
+        if not (isinstance(method, str) and method.startswith("notifications/") and "id" not in msg):
             return None
+        if seen.record.get("dir") != records.S2C:  # a client's notification: only its trace context to judge
+            return _traceparent(seen, meta_of(msg), method) or None
         return self._notification(seen, msg, method) or None
 
     def _notification(self, seen: Seen, msg: dict, method: str) -> list[Finding]:
@@ -108,6 +109,10 @@ class Modern(Observer):
             if ex is not None and isinstance(ex.msg, dict) and ex.msg.get("method") == "subscriptions/listen":
                 found += broke("listen-subscription-id", seen, f"{method} on the stream of subscriptions/listen "
                                f"{ex.msg.get('id')!r:.40} without {SUBSCRIPTION} in _meta", method=method)
+            elif seen.kind == records.STDIO_LINE and method in _FILTER and state.listens:
+                # stdio has one channel and no GET stream: a notification only a subscription delivers is on one
+                found += broke("listen-subscription-id", seen, f"{method} while a subscriptions/listen is open on "
+                               f"stdio, without {SUBSCRIPTION} in _meta", method=method)
             return found
         sid = _key(meta[SUBSCRIPTION])
         if method == "notifications/subscriptions/acknowledged":

@@ -66,7 +66,7 @@ class Exercise(Observer):
         session = seen.session
         if session is not None and id(session) not in self._sessions:
             self._sessions[id(session)] = session
-        kind = r.get("kind")
+        kind = seen.kind
         ex = seen.exchange
         if kind == records.HTTP_REQUEST:
             facts.add(_fact("http:", str(r.get("method"))))
@@ -167,6 +167,8 @@ class Exercise(Observer):
                 facts.add(kind)
             elif kind == "resource":
                 facts.add("embedded-resource")
+            elif kind == "resource_link":
+                facts.add("resource-link")
         return None
 
     def _modern(self, call: Call) -> None:

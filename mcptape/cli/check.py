@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .app import Failure, colour_option, exit_with, main, use_colour
+from .options import POINTER
 from .printing import print_differences, tape_paths, write_output
 
 
@@ -124,7 +125,7 @@ def _unredacted_line(tape: str, number: int | None, where: str, rule: str) -> st
 @click.argument("tape_a", type=click.Path(dir_okay=False))
 @click.argument("tape_b", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--ignore", multiple=True, metavar="POINTER",
+@click.option("--ignore", multiple=True, metavar="POINTER", type=POINTER,
               help="Also ignore this part of every message (JSON pointer, e.g. /result/content/0/text).")
 def diff_(tape_a, tape_b, fmt, ignore):
     """Compare two tapes in protocol terms: calls answered in one only, changed results, errors and statuses,
@@ -135,7 +136,7 @@ def diff_(tape_a, tape_b, fmt, ignore):
       mcptape diff before.mcptape after.mcptape
       mcptape diff a.mcptape b.mcptape --ignore /result/structuredContent/now --format json
     """
-    from ..check.diff import diff
+    from ..check.diff import diff, to_json
     from ..tape import json_form
     from ..tape.file import Reader
     from ..terminal import safe_json
@@ -147,13 +148,8 @@ def diff_(tape_a, tape_b, fmt, ignore):
     except ValueError as e:
         raise Failure(str(e)) from None
     code = exit_with(1 if differences else 0)
-    counts: dict[str, int] = {}
-    for d in differences:
-        counts[d.kind] = counts.get(d.kind, 0) + 1
     if fmt == "json":
-        click.echo(safe_json(json_form.dumps({"differences": [d.to_json() for d in differences],
-                                              "summary": {"differences": len(differences), "kinds": counts}},
-                                             indent=1)))
+        click.echo(safe_json(json_form.dumps(to_json(differences), indent=1)))
     else:
         print_differences(differences)
         click.echo(f"{len(differences)} difference(s)" if differences else "no differences")

@@ -81,13 +81,13 @@ def report(tapes, fmt, output, force):
       mcptape report run.mcptape --format mermaid
       mcptape report bug.zip --format json
     """
-    from ..report import build, render
+    from ..report import build, chunks
 
     if output is not None:
         from ..output import Output
 
         Output(output, force)  # refused before the work, not after
-    write_output([render(build(tape_paths(tapes)), fmt)], output, force)
+    write_output(chunks(build(tape_paths(tapes)), fmt), output, force)
 
 
 @main.command()

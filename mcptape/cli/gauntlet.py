@@ -7,20 +7,20 @@ import signal
 import click
 
 from .app import Failure, exit_with, main
-from .options import guard_options
+from .options import LIST, POINTER, VERDICTS, guard_options
 
 
 @main.command()
 @click.argument("tape", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CLIENT [ARGS]...")
-@click.option("--faults", metavar="LIST", help="Comma-separated faults to run (default: every one that applies): "
-                                               "expire-session, session-not-found-401, restart-server, status-429, "
-                                               "status-503, drop, delay, close-stream, reset, malformed, duplicate; "
-                                               "where the client probed (docs/negotiation.md): probe-400, "
-                                               "probe-400-32600, probe-400-32602, probe-404, probe-405, probe-32601, "
-                                               "probe-silent, probe-exit.")
-@click.option("--at", "at", metavar="LIST", help="Comma-separated positions, any selector of the edit language "
-                                                 "(default: each request after the handshake), e.g. tools/call#2.")
+@click.option("--faults", type=LIST, metavar="LIST",
+              help="Comma-separated faults to run (default: every one that applies): expire-session, "
+                   "session-not-found-401, restart-server, status-429, status-503, drop, delay, close-stream, "
+                   "reset, malformed, duplicate; where the client probed (docs/negotiation.md): probe-400, "
+                   "probe-400-32600, probe-400-32602, probe-404, probe-405, probe-32601, probe-silent, probe-exit.")
+@click.option("--at", "at", type=LIST, metavar="LIST",
+              help="Comma-separated positions, any selector of the edit language (default: each request after "
+                   "the handshake), e.g. tools/call#2.")
 @click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(0, min_open=True), metavar="S",
               help="Seconds each run may take; a client still running then is killed with its children (hung).")
 @click.option("--max-runs", default=50, show_default=True, type=click.IntRange(min=1), metavar="N",
@@ -29,13 +29,13 @@ from .options import guard_options
 @click.option("--stdio", is_flag=True, help="The client spawns its server from $MCPTAPE_SERVER (implied by {server}).")
 @click.option("--logs", metavar="DIR", type=click.Path(file_okay=False),
               help="Keep each run's replay log and client output under DIR (default: thrown away).")
-@click.option("--ignore", multiple=True, metavar="POINTER",
+@click.option("--ignore", multiple=True, metavar="POINTER", type=POINTER,
               help="Ignore this part of requests when the replay matches them (JSON pointer, e.g. "
                    "/params/arguments/threadId), as `mcptape replay --ignore`.")
 @click.option("--match-meta", is_flag=True, help="Compare every params._meta key when the replay matches requests "
                                                  "(default: only those with protocol meaning).")
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
-@click.option("--fail-on", default="failed,hung", show_default=True, metavar="LIST",
+@click.option("--fail-on", type=VERDICTS, default="failed,hung", show_default=True, metavar="LIST",
               help="Verdicts that make the exit status 1: comma-separated from surfaced, failed, hung, "
                    "not-reached; or never.")
 @guard_options
@@ -56,22 +56,13 @@ def gauntlet(tape, command, faults, at, timeout, max_runs, jobs, stdio, logs, ig
       mcptape gauntlet run.mcptape --format json -j 4 -- python stdio_client.py {server}
     """
     from ..gauntlet import Gauntlet, Stopped, scorecard
-    from ..gauntlet.runner import FAILED, HUNG, NOT_REACHED, SURFACED
     from ..tape.file import TapeError
 
-    def split(value: str | None) -> list[str] | None:
-        return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-    verdicts = split(fail_on) or []
-    allowed = (SURFACED, FAILED, HUNG, NOT_REACHED)
-    if verdicts != ["never"] and any(v not in allowed for v in verdicts):
-        raise Failure(f"--fail-on {fail_on!r}: choose from {', '.join(allowed)} (comma-separated), or never")
-    fail_on = () if verdicts == ["never"] else tuple(verdicts)
     if not command:
         raise Failure("give the client command after --, with {url} (or {server}) where the replay goes, e.g. "
                       "mcptape gauntlet run.mcptape -- python client.py {url}")
     try:
-        runner = Gauntlet(tape, list(command), split(faults), split(at), timeout, max_runs, stdio or None, logs,
+        runner = Gauntlet(tape, list(command), faults, at, timeout, max_runs, stdio or None, logs,
                           list(ignore), match_meta, {"allow_hosts": allow_hosts, "allow_origins": allow_origins})
     except TapeError as e:
         raise Failure(str(e)) from None

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 import click
 
+from ..output import WriteMode
 from .app import Failure, main
 from .options import make_redactor, redact_options
 
@@ -97,7 +98,7 @@ def _write_tape(output: str, force: bool, header: dict, items: Iterable[dict]) -
 
     count = 0
     try:
-        with Writer(output, header, "force" if force else "new", whole=True) as writer:
+        with Writer(output, header, WriteMode.FORCE if force else WriteMode.NEW, whole=True) as writer:
             for item in items:
                 writer.write(item)
                 count += 1

@@ -11,6 +11,8 @@ import time
 
 import click
 
+from ..capture.recording import ProxyKind, Ready
+from ..output import WriteMode
 from .app import Failure, colour_option, main, use_colour
 from .options import (
     LISTEN,
@@ -34,7 +36,7 @@ from .options import (
                    "$MCPTAPE_DIR when that is set. Default with $MCPTAPE_DIR: {date}-{time}-{n}.mcptape.")
 @click.option("--append", is_flag=True, help="Add to FILE if it exists.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
-@click.option("--mode", type=click.Choice(["reverse", "regular"]),
+@click.option("--mode", type=click.Choice(ProxyKind, case_sensitive=False),
               help="reverse (default with --upstream): clients use our URL. regular: an explicit HTTP(S) proxy "
                    "for clients that can only be pointed at a proxy.")
 @click.option("--record-all", is_flag=True, help="Also record bodies of non-MCP requests (OAuth, discovery…).")
@@ -55,7 +57,7 @@ from .options import (
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 def record(upstream, listen, output, append, force, mode, record_all, allow_dests, redact_header, redact_path,
            keep_path, no_redact, insecure, verbose, quiet, ready_fd, colour, allow_hosts, allow_origins, edit,
-           edits_file, command):
+           edits_file, edits_json, command):
     """Record MCP traffic between a client and a server into a tape.
 
     \b
@@ -92,36 +94,37 @@ def record(upstream, listen, output, append, force, mode, record_all, allow_dest
     """
     if append and force:
         raise Failure("--append and --force contradict each other; give one")
-    write_mode = "append" if append else "force" if force else "new"
+    write_mode = WriteMode.APPEND if append else WriteMode.FORCE if force else WriteMode.NEW
     redactor = make_redactor(redact_header, redact_path, keep_path, no_redact)
     if command:
         if upstream or mode:
             raise Failure("a stdio server (-- CMD) takes no --upstream or --mode")
-        _record_stdio(list(command), output, write_mode, make_editor(edit, edits_file, stdio=True, live=True), redactor)
+        editor = make_editor(edits_file, edit, edits_json, stdio=True, live=True)
+        _record_stdio(list(command), output, write_mode, editor, redactor)
         return
     if output is None:
         raise Failure("-o FILE is required: where should the tape go?")
-    mode = mode or ("reverse" if upstream else None)
+    mode = mode or (ProxyKind.REVERSE if upstream else None)
     if mode is None:
         raise Failure("give --upstream URL (reverse proxy), --mode regular (HTTP proxy), or -- CMD (a stdio server)")
-    if mode == "reverse" and not upstream:
+    if mode is ProxyKind.REVERSE and not upstream:
         raise Failure("--mode reverse needs --upstream URL")
-    if mode == "regular" and upstream:
+    if mode is ProxyKind.REGULAR and upstream:
         raise Failure("--mode regular takes no --upstream: the client says where it goes")
-    if mode == "reverse" and allow_dests:
+    if mode is ProxyKind.REVERSE and allow_dests:
         raise Failure("--allow-dest is for regular mode (in reverse mode every request goes to --upstream)")
-    if mode == "regular" and (allow_hosts or allow_origins):
+    if mode is ProxyKind.REGULAR and (allow_hosts or allow_origins):
         raise Failure("--allow-host and --allow-origin are for reverse mode (a regular proxy's Host names where "
                       "the request goes)")
-    editor = make_editor(edit, edits_file, live=True)
+    editor = make_editor(edits_file, edit, edits_json, live=True)
     live = not quiet and click.get_text_stream("stderr").isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 [e.text for e in editor.edits] if editor else [], use_colour(colour, err=True) if live else None,
+                 editor, use_colour(colour, err=True) if live else None,
                  {"mcptape_allow_host": list(allow_hosts), "mcptape_allow_origin": list(allow_origins),
                   "mcptape_allow_dest": list(allow_dests)}, ready_fd)
 
 
-def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=None, redactor=None) -> None:
+def _record_stdio(argv: list[str], output: str | None, write_mode: WriteMode, editor=None, redactor=None) -> None:
     """Stand in for a stdio server. Nothing but the server's own bytes may reach stdout."""
     from .. import TOOL
     from ..capture.stdio import StartError, StdioRecorder
@@ -152,7 +155,7 @@ def _record_stdio(argv: list[str], output: str | None, write_mode: str, editor=N
 
 
 def _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
-                 edits: list[str], live_colour: bool | None, allow: dict, ready_fd: int | None = None):
+                 editor, live_colour: bool | None, allow: dict, ready_fd: int | None = None):
     """live_colour: None for no live view, else whether it is coloured. ready_fd: where a program that started
     the recorder learns its address (the lines printed for people may change wording at any time). `allow`: the
     Host, Origin and destination options (guard.py)."""
@@ -160,20 +163,18 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
 
     host, port = listen.host, listen.port
     try:
-        target = Output(output, write_mode != "new")
+        target = Output(output, write_mode is not WriteMode.NEW)
     except OutputError as e:
         if "already exists" in str(e):
             raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)") from None
         raise
-    settings: dict = {
-        "listen_host": host, "listen_port": port, "mcptape_tape": output, "mcptape_append": write_mode == "append",
-        "mcptape_force": write_mode == "force", "mcptape_redact_header": sorted(redactor.extra_headers),
-        "mcptape_no_redact": not redactor.enabled, "mcptape_redact_path": redactor.redact_paths,
-        "mcptape_keep_path": redactor.keep_paths, "mcptape_record_all": record_all, "ssl_insecure": insecure,
-        "mcptape_edit": edits, **allow,
+    settings: dict = {  # the edits and the redaction go to the Recorder as objects
+        "listen_host": host, "listen_port": port, "mcptape_tape": output,
+        "mcptape_append": write_mode is WriteMode.APPEND, "mcptape_force": write_mode is WriteMode.FORCE,
+        "mcptape_record_all": record_all, "ssl_insecure": insecure, **allow,
     }
     path = ""
-    if mode == "reverse":
+    if mode is ProxyKind.REVERSE:
         split, up_port = upstream.split, upstream.port
         _check_reachable(split.hostname, up_port, upstream)
         settings["mode"] = [f"reverse:{split.scheme}://{_host_for_url(split.hostname)}:{up_port}"]
@@ -198,18 +199,18 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         from ..live import LiveView
         from ..tape.file import Reader
 
-        first = sum(1 for _ in Reader(output)) if existed and write_mode == "append" else 0
+        first = sum(1 for _ in Reader(output)) if existed and write_mode is WriteMode.APPEND else 0
         view = LiveView(lambda line: click.echo(line, err=True, color=live_colour), live_colour, first)
-    recorder = Recorder(watch=view.write if view is not None else None)
+    recorder = Recorder(watch=view.write if view is not None else None, editor=editor, redactor=redactor)
 
     def ready(addrs: list[tuple[str, int]]) -> None:
         bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
+        announced = Ready(f"{bound}{path or '/'}" if mode is ProxyKind.REVERSE else bound, mode, bound, output)
         if ready_fd is not None:
-            _announce(ready_fd, {"url": f"{bound}{path or '/'}" if mode == "reverse" else bound, "mode": mode,
-                                 "listen": bound, "tape": output})
-        if mode == "reverse":
+            _announce(ready_fd, announced)
+        if mode is ProxyKind.REVERSE:
             click.echo(f"mcptape: recording {upstream} into {output}")
-            click.echo(f"mcptape: point your MCP client at {bound}{path or '/'}")
+            click.echo(f"mcptape: point your MCP client at {announced.url}")
         else:
             ca = os.path.join(os.path.expanduser("~/.mitmproxy"), "mitmproxy-ca-cert.pem")
             click.echo(f"mcptape: recording MCP traffic into {output} through the HTTP proxy at {bound}")
@@ -238,12 +239,12 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     warn_unfired(recorder.editor)
 
 
-def _announce(fd: int, ready: dict) -> None:
+def _announce(fd: int, ready: Ready) -> None:
     """One JSON line on a descriptor the parent passed, then closed: its reader sees the line, or EOF when the
     recorder failed before listening."""
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as channel:
-            channel.write(json.dumps(ready) + "\n")
+            channel.write(json.dumps(ready.to_json()) + "\n")
     except OSError as e:
         raise Failure(f"--ready-fd {fd}: {e.strerror or e}: pass a descriptor open for writing") from None
 

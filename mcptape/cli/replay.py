@@ -8,8 +8,9 @@ import time
 
 import click
 
+from ..output import WriteMode
 from .app import Failure, main
-from .options import LISTEN, check_free, edit_options, guard_options, make_editor, warn_unfired
+from .options import LISTEN, PACE, POINTER, check_free, edit_options, guard_options, make_editor, warn_unfired
 from .printing import warn_truncated
 
 
@@ -21,16 +22,16 @@ from .printing import warn_truncated
 @click.option("--log", metavar="FILE", help="Record what the client did into this tape (with --stdio, FILE may hold "
                                             "{n}: each start takes the first free number).")
 @click.option("--force", is_flag=True, help="Replace the --log FILE if it exists.")
-@click.option("--ignore", multiple=True, metavar="POINTER",
+@click.option("--ignore", multiple=True, metavar="POINTER", type=POINTER,
               help="Ignore this part of requests when matching (JSON pointer, e.g. /params/arguments/now).")
 @click.option("--match-meta", is_flag=True, help="Compare every params._meta key when matching (default: only those "
                                                  "with protocol meaning; docs/matching.md).")
-@click.option("--pace", default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
+@click.option("--pace", type=PACE, default="fast", show_default=True, help="fast, recorded, or xN: SSE event timing.")
 @click.option("--strict", is_flag=True, help="Exit 1 if a request went unmatched or a recorded one unused.")
 @guard_options
 @edit_options
 def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, allow_hosts, allow_origins, edit,
-           edits_file):
+           edits_file, edits_json):
     """Serve a tape back as the MCP server it recorded, offline.
 
     \b
@@ -40,13 +41,11 @@ def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, al
       mcptape replay run.mcptape --log what-the-client-did.mcptape --strict
       mcptape replay run.mcptape --edit 'expire-session at=tools/call#2' --log client.mcptape
     """
-    from ..replay import pace_function
     from ..replay.recorded import load
     from ..replay.serve import Replayer
 
-    editor = make_editor(edit, edits_file, stdio=stdio)
+    editor = make_editor(edits_file, edit, edits_json, stdio=stdio)
     try:
-        pace_function(pace)
         replayer = Replayer(load(tape), list(ignore), editor, match_meta)
     except ValueError as e:
         raise Failure(str(e)) from None
@@ -57,7 +56,7 @@ def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, al
         from ..output import Output
 
         Output(log, force)  # refused before serving, as every output file is (output.py)
-    log_mode = "force" if force else "new"
+    log_mode = WriteMode.FORCE if force else WriteMode.NEW
     if stdio:
         from .. import TOOL
         from ..replay import stdio as stdio_replay
@@ -70,7 +69,7 @@ def replay(tape, listen, stdio, log, force, ignore, match_meta, pace, strict, al
             raise Failure(str(e)) from None
         code = 0
         try:
-            code = stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace_function(pace))
+            code = stdio_replay.serve(replayer, sys.stdin.buffer, sys.stdout.buffer, writer, pace)
         except KeyboardInterrupt:
             pass
         finally:
@@ -144,7 +143,7 @@ class _WithEditReference(click.Command):
 @main.command(name="edits", cls=_WithEditReference)
 @click.argument("tape", type=click.Path(dir_okay=False))
 @edit_options
-def edits_(tape, edit, edits_file):
+def edits_(tape, edit, edits_file, edits_json):
     """Dry run: where each edit would fire on a recorded tape, as if its client ran again.
 
     \b
@@ -158,16 +157,16 @@ def edits_(tape, edit, edits_file):
     from ..terminal import safe
     from ..wire import jsonrpc
 
-    if not edit and not edits_file:
+    if not edit and not edits_file and not edits_json:
         raise Failure("give the edits to try: --edit EDIT (repeatable) or --edits FILE")
     try:
         reader = Reader(tape)
-        stdio = any(r.get("kind") == records.STDIO_LINE for r in Reader(tape))
-        editor = make_editor(edit, edits_file, stdio=stdio)
+        stdio = any(records.is_stdio_line(r) for r in Reader(tape))
+        editor = make_editor(edits_file, edit, edits_json, stdio=stdio)
         for warning in _reach(editor, tape):
             click.echo(f"mcptape: warning: {warning}", err=True)
         for seq, record, plan in dry_run(editor, reader):
-            where = record.get("method", "") + " " if record.get("kind") == records.HTTP_REQUEST else ""
+            where = record.get("method", "") + " " if records.is_http_request(record) else ""
             what = jsonrpc.describe(record["msg"]) if isinstance(record.get("msg"), dict) else ""
             session = f"  [session {record['session'][:8]}]" if record.get("session") else ""
             click.echo(safe(f"record {seq:>6}  {where}{what}{session}"))

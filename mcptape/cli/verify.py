@@ -7,7 +7,7 @@ import os
 import click
 
 from .app import Failure, exit_with, main
-from .options import UPSTREAM
+from .options import POINTER, SECRET, UPSTREAM
 from .printing import print_differences
 
 
@@ -16,14 +16,14 @@ from .printing import print_differences
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD ARGS…]")
 @click.option("--upstream", type=UPSTREAM, metavar="URL",
               help="The live server's MCP endpoint (http:// or https://).")
-@click.option("--ignore", multiple=True, metavar="POINTER",
+@click.option("--ignore", multiple=True, metavar="POINTER", type=POINTER,
               help="Do not compare this part of every message (JSON pointer, e.g. /result/content/0/text).")
 @click.option("--log", metavar="FILE", help="Write the new conversation into this tape (then `mcptape check FILE`).")
 @click.option("--update", is_flag=True,
               help="Replace TAPE by the new conversation; the old one is kept beside it (run.old.mcptape).")
 @click.option("--timeout", default=10.0, show_default=True, metavar="SECONDS", type=click.FloatRange(0, min_open=True),
               help="How long to wait for each answer the tape says came back before going on without it.")
-@click.option("--secret", multiple=True, metavar="POINTER=ENVVAR",
+@click.option("--secret", multiple=True, metavar="POINTER=ENVVAR", type=SECRET,
               help="Fill a redacted value from an environment variable: /headers/NAME, /query/NAME, or a pointer "
                    "into the message (/params/arguments/api_key).")
 @click.option("--insecure", is_flag=True, help="Do not check the https upstream's certificate.")
@@ -47,28 +47,17 @@ def verify(tape, command, upstream, ignore, log, update, timeout, secret, insecu
 
     if log and os.path.exists(log):
         raise Failure(f"{log} already exists (--log writes a new tape)")
-    secrets = {}
-    for item in secret:
-        where, sep, name = item.partition("=")
-        if not sep or not where or not name:
-            raise Failure(f"--secret {item!r}: write POINTER=ENVVAR (e.g. /headers/authorization=API_TOKEN)")
-        if name not in os.environ:
-            raise Failure(f"--secret {item}: the environment variable {name} is not set")
-        secrets[where] = os.environ[name]
     try:
-        result = run_verify(tape, upstream=upstream.url if upstream else None, command=list(command) or None, ignore=list(ignore), log=log,
-                            update=update, timeout=timeout, secrets=secrets, verify_tls=not insecure)
+        result = run_verify(tape, upstream=upstream.url if upstream else None, command=list(command) or None,
+                            ignore=list(ignore), log=log, update=update, timeout=timeout,
+                            secrets={s.where: s.value for s in secret}, verify_tls=not insecure)
     except VerifyError as e:
         raise Failure(str(e)) from None
     code = exit_with(0 if result.ok or update else 1)
     for note in result.notes:
         click.echo(f"mcptape: warning: {safe(note)}", err=True)
     if fmt == "json":
-        click.echo(safe_json(json_form.dumps({"differences": [d.to_json() for d in result.differences],
-                                              "missed": result.missed, "log": result.log, "updated": result.updated,
-                                              "summary": {"calls": result.calls,
-                                                          "differences": len(result.differences),
-                                                          "missed": len(result.missed)}}, indent=1)))
+        click.echo(safe_json(json_form.dumps(result.to_json(), indent=1)))
     else:
         for line in result.missed:
             click.echo(safe(line))

@@ -300,14 +300,13 @@ def dry_run(editor: Editor, items: Iterable[dict]) -> Iterator[tuple[int, dict, 
     """Where each edit would fire on a recorded tape: (seq, record, plan) for each client message an edit
     selects, the tape's messages fed to the editor as the client sent them."""
     for seq, r in enumerate(items):
-        kind = r.get("kind")
-        if kind == records.HTTP_REQUEST and r.get("mcp"):
+        if records.is_http_request(r) and r.get("mcp"):
             session = r.get("session")
             plan = editor.plan(r.get("t", 0.0), r.get("msg"), r.get("method"), session)
-        elif kind == records.STDIO_LINE and r.get("dir") == records.C2S and isinstance(r.get("msg"), dict):
+        elif records.is_stdio_line(r) and r.get("dir") == records.C2S and isinstance(r.get("msg"), dict):
             plan = editor.plan(r.get("t", 0.0), r["msg"])
         else:
-            if kind == records.HTTP_RESPONSE and r.get("session") and (r.get("status") or 500) < 400:
+            if records.is_http_response(r) and r.get("session") and (r.get("status") or 500) < 400:
                 editor.opened(r["session"])
             continue
         if plan:

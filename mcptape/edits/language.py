@@ -6,6 +6,7 @@ where the edits will run (stdio, live traffic).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -70,6 +71,10 @@ class EditError(ValueError):
     """A wrong edit: the message names the bad part and the valid choices."""
 
 
+# a selector's kind and what its value is, as JSON holds it (to_json, from_json)
+_SELECTOR_KINDS = {"post": int, "method": list, "id": str, "after": (int, float), "session": int}
+
+
 @dataclass(frozen=True)
 class Selector:
     kind: str  # post | method | id | after | session
@@ -92,6 +97,33 @@ class Edit:
     at: Selector
     times: int | None  # None: all
     options: dict[str, Any]
+
+    def to_json(self) -> dict:
+        """The parsed edit as JSON data, for another process (`--edits-json`): it is rebuilt by from_json, never
+        parsed again."""
+        return {"text": self.text, "action": self.action, "at": [self.at.kind, self.at.value], "times": self.times,
+                "options": self.options}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Edit:
+        """An edit from to_json's data. The data comes from another process of mcptape's, but is checked as any
+        input is: a shape to_json cannot write is an EditError."""
+        try:
+            text, action, (kind, value), times, options = (data["text"], data["action"], data["at"],
+                                                           data["times"], dict(data["options"]))
+            if not isinstance(text, str) or action not in ACTIONS or not isinstance(value, _SELECTOR_KINDS[kind]):
+                raise ValueError
+            if kind == "method":
+                value = (str(value[0]), int(value[1]))
+            if "headers" in options:
+                options["headers"] = [(str(name), str(header)) for name, header in options["headers"]]
+            if not (times is None or isinstance(times, int)) or not set(options) <= {*ACTIONS[action], "headers"}:
+                raise ValueError
+            if not all(isinstance(v, (str, int, float)) for k, v in options.items() if k != "headers"):
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            raise EditError(f"--edits-json: {str(data)[:80]!r} is not an edit as mcptape writes one") from None
+        return cls(text, action, Selector(kind, value), times, options)
 
 
 def _words(text: str) -> tuple[str, list[str]]:
@@ -163,6 +195,22 @@ def parse_file(path: str) -> list[Edit]:
             except EditError as e:
                 raise EditError(f"{path}:{number}: {e}") from None
     return edits
+
+
+def dumps(edits: list[Edit]) -> str:
+    """Parsed edits as one JSON text, for a process of mcptape's that takes `--edits-json`."""
+    return json.dumps([edit.to_json() for edit in edits])
+
+
+def loads(text: str) -> list[Edit]:
+    """dumps' edits, rebuilt (never parsed as edit-language text again)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, list):
+        raise EditError(f"--edits-json: {text[:80]!r} is not a JSON list of edits")
+    return [Edit.from_json(item) for item in data]
 
 
 def _value(text: str, action: str, key: str, value: str) -> Any:

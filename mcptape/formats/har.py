@@ -15,13 +15,13 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from decimal import Decimal
 from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
 from ..model import STDIO, Model, Observer, Passed, Seen
 from ..model import Exchange as Grouped
 from ..tape import records
+from ..tape import json_form
 from ..tape.json_form import dumps
 from ..wire import http, sse
 
@@ -31,9 +31,7 @@ class NotHttp(ValueError):
 
 
 def _seconds(record: dict, otherwise: float = 0.0) -> float:
-    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
-    t = record.get("t")
-    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
+    return json_form.seconds(record.get("t"), otherwise)
 
 
 def _when(t: float) -> str:

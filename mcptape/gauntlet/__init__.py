@@ -1,5 +1,5 @@
 """`mcptape gauntlet`: a client run once per (fault, position) against the tape's replay with that one fault, each
-run classified as recovered, surfaced, failed or hung (runner.py), the whole as a scorecard (scorecard.py).
+run classified as recovered, surfaced, failed or hung (runner.py, judging.py), the whole as a scorecard (scorecard.py).
 
 Library use:
 
@@ -17,10 +17,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .client import Processes, check_stdio_replay, reproduce, uses_stdio
 from .faults import FAULTS, Fault, not_applicable, pick, placed
+from .judging import baseline, recorded_requests
 from .negotiation import probed
-from .runner import (CLEAN, ERROR, FAILED, HUNG, NOT_APPLICABLE, NOT_REACHED, RECOVERED, SURFACED, VERDICTS, Baseline,
-                     Processes, Run, baseline, check_stdio_replay, recorded_requests, reproduce, run_one, uses_stdio)
+from .runner import run_one
+from .verdicts import (CLEAN, ERROR, FAILED, HUNG, NOT_APPLICABLE, NOT_REACHED, RECOVERED, SURFACED, VERDICTS, Baseline,
+                       Run)
 
 __all__ = ["ERROR", "FAILED", "FAULTS", "HUNG", "NOT_APPLICABLE", "NOT_REACHED", "RECOVERED", "SURFACED", "VERDICTS",
            "Fault", "Gauntlet", "Result", "Run", "Stopped", "positions"]

@@ -42,9 +42,7 @@ EVIDENCE = {
 }
 SESSION_RULES = ("no-reinitialize", "dead-session-reuse")
 
-SESSION_CLAUSE = ("MCP 2025-03-26+ Streamable HTTP, Session Management: \"When a client receives HTTP 404 in response "
-                  "to a request containing an Mcp-Session-Id, it MUST start a new session by sending a new "
-                  "InitializeRequest without a session ID attached.\"")
+SESSION_CLAUSE = spec.REINITIALIZE  # quoted once, where check rests its rule on it
 TIMEOUT_CLAUSE = ("MCP Lifecycle, Timeouts: when no response arrives in time \"the sender SHOULD issue a cancellation "
                   "notification for that request and stop waiting for a response\"")
 

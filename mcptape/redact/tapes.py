@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..tape.records import CAPTURE_START
+from ..tape.records import is_capture_start
 from .redactor import Redactor
 from .scrub import secrets_in
 
@@ -21,7 +21,7 @@ def unredacted(header: dict, records: Iterable[dict]) -> Iterator[tuple[int | No
 
     def watched(records: Iterable[dict]) -> Iterator[dict]:
         for number, record in enumerate(records):
-            if record.get("kind") == CAPTURE_START and not _covers_bodies(record.get("redaction")):
+            if is_capture_start(record) and not _covers_bodies(record.get("redaction")):
                 starts.append(number)
             yield record
 
@@ -40,7 +40,7 @@ def redacted_tape(header: dict, records: Iterable[dict], redactor: Redactor) -> 
 
     def redacted() -> Iterator[dict]:
         for record in records:
-            if record.get("kind") == CAPTURE_START:
+            if is_capture_start(record):
                 record = {**record, "redaction": described}
             yield redactor.record(record)
 

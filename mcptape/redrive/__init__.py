@@ -7,9 +7,10 @@ Library use (a regression test from a real session):
     assert result.ok, result.report()
 
 The client's messages go out in recorded order, each once the server messages it followed in the tape have come
-back (script.py); the new conversation is written as a tape (drive.py) and compared with the old one by the engine
-of `mcptape diff`, so the differences read the same. A redacted tape needs its secrets back (`secrets`, pointer ->
-value); redacted values in the server's answers compare equal to anything (check/diff.py).
+back (script.py); the new conversation is written as a tape (drive.py, over_http.py, over_stdio.py) and compared
+with the old one by the engine of `mcptape diff`, so the differences read the same. A redacted tape needs its
+secrets back (`secrets`, pointer -> value); redacted values in the server's answers compare equal to anything
+(check/diff.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ..check.diff import Difference
 from ..redact.pseudonym import PSEUDONYM
+from ..wire import jsonrpc
 from . import script as scripted
 
 
@@ -43,6 +45,12 @@ class Result:
     @property
     def ok(self) -> bool:
         return not self.differences and not self.missed
+
+    def to_json(self) -> dict:
+        """`mcptape verify --format json`'s document."""
+        return {"differences": [d.to_json() for d in self.differences], "missed": self.missed, "log": self.log,
+                "updated": self.updated, "summary": {"calls": self.calls, "differences": len(self.differences),
+                                                     "missed": len(self.missed)}}
 
     def report(self) -> str:
         lines = list(self.missed)
@@ -70,7 +78,9 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
     from ..tape import records
     from ..tape.file import TapeError, Writer
     from ..wire import pointer
-    from .drive import HttpRun, StdioRun, Unstartable
+    from .drive import Unstartable
+    from .over_http import HttpRun
+    from .over_stdio import StdioRun
 
     if (upstream is None) == (not command):
         raise VerifyError("give the server to verify: --upstream URL, or -- CMD ARGS… for a stdio server (not both)")
@@ -126,7 +136,7 @@ async def averify(tape: str | os.PathLike[str], upstream: str | None = None, com
 
 def _messages(step: scripted.Step) -> list:
     msg = step.body.get("msg")
-    return [m for m in (msg if isinstance(msg, list) else [msg]) if isinstance(m, dict)]
+    return [m for m in jsonrpc.messages(msg) if isinstance(m, dict)]
 
 
 def _missing_secrets(script: scripted.Script, secrets: dict[str, str]) -> tuple[list[str], dict[str, str], list]:

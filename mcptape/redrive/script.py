@@ -18,7 +18,7 @@ from ..model import STDIO, Model, Observer, Seen
 from ..redact.pseudonym import PSEUDONYM
 from ..tape import records
 from ..tape.file import Reader
-from ..wire import http, jsonrpc
+from ..wire import http, jsonrpc, pointer
 
 # Step kinds
 POST, GET, DELETE = "POST", "GET", "DELETE"  # an HTTP request, by its method
@@ -77,8 +77,8 @@ class Script:
             for name, value in step.query:
                 if PSEUDONYM.search(value):
                     out.append((step, f"/query/{name}", value))
-            for pointer, value in redacted_pointers(step.body.get("msg")):
-                out.append((step, pointer, value))
+            for where, value in redacted_pointers(step.body.get("msg")):
+                out.append((step, where, value))
         return out
 
 
@@ -92,7 +92,7 @@ def redacted_pointers(value: Any, path: str = "") -> list[tuple[str, str]]:
         items = enumerate(value)
     else:
         return []
-    return [p for k, v in items for p in redacted_pointers(v, f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}")]
+    return [p for k, v in items for p in redacted_pointers(v, path + pointer.encode([k]))]
 
 
 def server_key(msg: Any) -> tuple | None:
@@ -127,8 +127,7 @@ class _Builder(Observer):
         self.ended: set[int] = set()  # exchanges the server (not the client) ended
 
     def record(self, seen: Seen, model: Model) -> None:
-        r = seen.record
-        kind = r.get("kind")
+        r, kind = seen.record, seen.kind
         label = seen.session.label if seen.session is not None else None
         if seen.session is not None and self.script.transport is None:
             self.script.transport = seen.session.transport

@@ -32,6 +32,8 @@ class Replay:
 
 def pace_function(spec: str):
     """--pace fast | recorded | xN (N times faster than recorded)."""
+    if not isinstance(spec, str):  # made at the option already (cli.options.PACE): the function, or None for fast
+        return spec
     if spec == "fast":
         return None
     if spec == "recorded":

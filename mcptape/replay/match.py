@@ -7,11 +7,15 @@ default only its keys with protocol meaning are compared (`protocol_meta`, docs/
 every key but the volatile ones (jsonrpc.VOLATILE_KEYS), as a replay did before.
 Unused answers are taken in recorded order; once all are used, the last one serves again. A miss names the
 recorded request that came closest and where it differs (deepdiff, imported only on a miss).
+
+This is the one "same request" rule: the gauntlet asks it too, whether a client sent the faulted request again
+(`same_request`, with every `_meta` key dropped: `no_meta`). `check/diff.py` keeps its own list of what differs
+between two runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..blend import blend
@@ -29,25 +33,49 @@ def protocol_meta(key: str) -> bool:
     return bool(slash) and len(labels) >= 2 and labels[1] in ("modelcontextprotocol", "mcp")
 
 
-def normalize(msg: Any, ignore: list[list[str]], match_meta: bool = False) -> Any:
-    """The part of a request that must match: method and params, without volatile and ignored parts."""
+def every_meta(key: str) -> bool:
+    """--match-meta: every `_meta` key is compared (but the volatile ones)."""
+    return True
+
+
+def no_meta(key: str) -> bool:
+    """No `_meta` key is compared: the gauntlet's rule for a request sent again (its progress token is new)."""
+    return False
+
+
+def normalize(msg: Any, ignore: Iterable[list[str]], match_meta: bool = False,
+              meta: Callable[[str], bool] | None = None) -> Any:
+    """The part of a request that must match: method and params, without volatile and ignored parts. `meta` says
+    which `_meta` keys are compared (default: protocol_meta, or every_meta with match_meta)."""
     if not isinstance(msg, dict):
         return msg
     params = msg.get("params")
     if isinstance(params, dict):
         params = dict(params)
-        meta = params.get("_meta")
-        if isinstance(meta, dict):
-            meta = {k: v for k, v in meta.items() if k not in jsonrpc.VOLATILE_KEYS
-                    and (match_meta or protocol_meta(k))}
-            if meta:
-                params["_meta"] = meta
+        meta_value = params.get("_meta")
+        if isinstance(meta_value, dict):
+            compared = meta or (every_meta if match_meta else protocol_meta)
+            meta_value = {k: v for k, v in meta_value.items() if k not in jsonrpc.VOLATILE_KEYS and compared(k)}
+            if meta_value:
+                params["_meta"] = meta_value
             else:
                 del params["_meta"]
     shaped = {"method": msg.get("method"), "params": params}
     for path in ignore:
         shaped = pointer.without(shaped, path)
     return shaped
+
+
+def matches(shape: Any, wanted: Any) -> bool:
+    """A recorded request's shape matches a live one's: equal, or equal once the recording's redacted values stand
+    for whatever the live request has there (blend.py)."""
+    return shape == wanted or blend(shape, wanted) == shape
+
+
+def same_request(first: dict, then: dict, ignore: Iterable[list[str]] = (),
+                 meta: Callable[[str], bool] | None = None) -> bool:
+    """`then` asks what `first` asked, as replay matching decides it (normalize, then matches)."""
+    return matches(normalize(first, ignore, meta=meta), normalize(then, ignore, meta=meta))
 
 
 def find(live: dict, candidates: Iterable[tuple[Answer, Any]], ignore: list[list[str]],
@@ -58,7 +86,7 @@ def find(live: dict, candidates: Iterable[tuple[Answer, Any]], ignore: list[list
     wanted = normalize(live, ignore, match_meta)
     last = None
     for answer, shape in candidates:
-        if shape == wanted or blend(shape, wanted) == shape:
+        if matches(shape, wanted):
             if not used.get(answer):
                 return answer
             last = answer

@@ -5,9 +5,7 @@ this one JSON-able dict; the formats only lay it out."""
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
-from decimal import Decimal
 from typing import Any
 
 from ..check import check
@@ -17,6 +15,7 @@ from ..show import describe
 from ..tape import json_form, records
 from ..tape.file import Reader
 from ..wire import jsonrpc
+from .calls import CallList
 
 FORMAT = 1
 EXCERPT_CHARS = 4000  # a message longer than this is cut in an excerpt (the tape keeps it whole)
@@ -26,9 +25,11 @@ _KEPT = frozenset({records.HTTP_RESPONSE, records.END, records.EDIT, records.STD
 class _Watch(Observer):
     """Sees every record (for times and statuses) and every settled call; keeps small dicts, never messages."""
 
-    def __init__(self) -> None:
+    def __init__(self, called: dict[str, str]) -> None:
+        self.called = called  # a bundle's tape paths -> their names in the bundle
         self.tapes: dict[str, dict] = {}
-        self.calls: list[dict] = []
+        self.calls = CallList()
+        self.per_session: Counter = Counter()
         self.edits: list[dict] = []
         self.statuses: Counter = Counter()
         self.ends: Counter = Counter()
@@ -43,7 +44,7 @@ class _Watch(Observer):
 
     def record(self, seen: Seen, model: Model) -> None:
         # runs for every record: the common case costs a comparison or two
-        t = seen.t if type(seen.t) is float else _seconds(seen.t, self.now)
+        t = seen.t if type(seen.t) is float else json_form.seconds(seen.t, self.now)
         if seen.tape != self._tape:
             self._end_tape()
             self._tape = seen.tape
@@ -95,9 +96,10 @@ class _Watch(Observer):
                 if isinstance(err, dict) else {"code": None, "message": str(err)[:200]}
         refused_at = self._refused_at.pop(call.exchange.number, None) if call.exchange is not None else None
         self._peers(call, response)
-        t = _seconds(call.t, self.now)
-        self.calls.append({
-            "tape": call.tape, "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
+        t = json_form.seconds(call.t, self.now)
+        self.per_session[call.session.label] += 1
+        self.calls.add({
+            "tape": self.called.get(call.tape, call.tape), "session": call.session.label, "dir": call.dir, "id": call.id, "method": call.method,
             "name": _name(call.request), "record": call.seq, "t": t,
             "response_record": call.response_seq if call.response_seq is not None else refused_at,
             "duration_ms": round((self.now - t) * 1000, 3) if call.outcome.answered else None,
@@ -127,11 +129,6 @@ _WORDS = {Outcome.RESULT: "result", Outcome.TOOL_ERROR: "tool error", Outcome.ER
           Outcome.CANCELLED: "cancelled", Outcome.UNANSWERED: "no answer"}
 
 
-def _seconds(t: Any, otherwise: float) -> float:
-    """A record's time as a float (a tape imported from JSON may hold an exact decimal)."""
-    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
-
-
 def _name(request: dict | None) -> str | None:
     """What a call is about beyond its method: the tool, prompt or resource named."""
     params = request.get("params") if isinstance(request, dict) else None
@@ -145,7 +142,7 @@ def _name(request: dict | None) -> str | None:
 
 def _session(session: Session, calls: Counter) -> dict:
     def step(transition):
-        return None if transition is None else {**transition.to_json(), "t": _seconds(transition.t, 0.0)}
+        return None if transition is None else {**transition.to_json(), "t": json_form.seconds(transition.t, 0.0)}
 
     return {"label": session.label, "tape": session.tape, "transport": session.transport, "version": session.version,
             "opened": step(session.opened), "dead": step(session.dead), "ended": step(session.ended),
@@ -153,29 +150,20 @@ def _session(session: Session, calls: Counter) -> dict:
             "unknown": session.unknown, "midway": session.midway, "calls": calls.get(session.label, 0)}
 
 
-def _methods(calls: list[dict]) -> list[dict]:
-    grouped: dict[tuple[str, str], list[dict]] = {}
-    for c in calls:
-        grouped.setdefault((c["dir"], c["method"]), []).append(c)
-    out = []
-    for (direction, method), group in grouped.items():
-        durations = [c["duration_ms"] for c in group if c["duration_ms"] is not None]
-        outcomes = Counter(c["outcome"] for c in group)
-        out.append({"dir": direction, "method": method, "count": len(group), "outcomes": dict(outcomes),
-                    "median_ms": round(statistics.median(durations), 3) if durations else None,
-                    "max_ms": max(durations) if durations else None})
-    return out
-
-
 def build(paths: list[str], names: list[str] | None = None) -> dict:
     """The report of tapes read as one history (as `check` reads them), each tape called by its path or by its
-    name in `names`. Raises TapeError for an unreadable tape."""
-    watch = _Watch()
+    name in `names`. Raises TapeError for an unreadable tape. Its "calls" is a CallList (report/calls.py): the
+    calls kept in memory, with every call in its spool for the JSON report."""
+    called = dict(zip(paths, names)) if names is not None else {}  # a bundle's tapes are read from a work folder,
+    watch = _Watch(called)  # and called by their names in the bundle
     findings = [f.to_json() for f in check(paths, [watch])]
-    calls_by_where = {(c["tape"], c["record"], c["dir"], jsonrpc.id_key(c["id"])): c for c in watch.calls}
+    def call_of(f: dict) -> tuple:
+        return called.get(f["tape"], f["tape"]), f["record"], f["dir"], jsonrpc.id_key(f["request_id"])
+
+    calls_by_where = watch.calls.where({call_of(f) for f in findings})
     wanted: dict[str, set[int]] = {}
     for f in findings:
-        call = calls_by_where.get((f["tape"], f["record"], f["dir"], jsonrpc.id_key(f["request_id"])))
+        call = calls_by_where.get(call_of(f))
         f["call"] = None if call is None else {k: call[k] for k in ("method", "name", "outcome", "duration_ms")}
         where = [f["record"], (f.get("transition") or {}).get("record"), call and call["response_record"]]
         f["excerpt_records"] = sorted({seq for seq in where if isinstance(seq, int)})
@@ -183,25 +171,23 @@ def build(paths: list[str], names: list[str] | None = None) -> dict:
     excerpts = _excerpts(wanted)
     for f in findings:
         f["excerpts"] = [excerpts[(f["tape"], seq)] for seq in f.pop("excerpt_records") if (f["tape"], seq) in excerpts]
-    per_session = Counter(c["session"] for c in watch.calls)
-    sessions = [_session(s, per_session) for s in watch.sessions]
+    sessions = [_session(s, watch.per_session) for s in watch.sessions]
     start = min((t["start"] for t in watch.tapes.values()), default=None)
-    if names is not None:  # a bundle's tapes are read from a work folder, and called by their names in the bundle
-        called = dict(zip(paths, names))
-        for item in (*watch.tapes.values(), *sessions, *watch.calls, *watch.edits, *watch.exits, *watch.exchanges,
-                     *findings):
+    if names is not None:
+        for item in (*watch.tapes.values(), *sessions, *watch.edits, *watch.exits, *watch.exchanges, *findings):
             key = "path" if "path" in item else "tape"
             item[key] = called.get(item[key], item[key])
         paths = names
+    methods = watch.calls.methods()
     return {
         "mcptape_report": FORMAT, "start": start,
         "tapes": [watch.tapes.get(p, {"path": p, "records": 0, "start": None, "end": None}) for p in paths],
-        "peers": watch.peers, "sessions": sessions, "calls": watch.calls, "methods": _methods(watch.calls),
+        "peers": watch.peers, "sessions": sessions, "calls": watch.calls, "methods": methods,
         "statuses": dict(sorted(watch.statuses.items())), "ends": dict(sorted(watch.ends.items())),
         "exits": watch.exits, "edits": watch.edits, "exchanges": watch.exchanges, "findings": findings,
         "summary": {"tapes": len(paths), **_counts(findings), "sessions": len(sessions),
-                    "calls": len(watch.calls), "edits": len(watch.edits),
-                    "failed_calls": sum(c["outcome"] != "result" for c in watch.calls)},
+                    "calls": watch.calls.total, "edits": len(watch.edits),
+                    "failed_calls": sum(m["count"] - m["outcomes"].get("result", 0) for m in methods)},
     }
 
 
@@ -234,6 +220,6 @@ def excerpt(seq: int, record: dict) -> dict:
     else:
         text = record.get("data") or record.get("text") or ""
     cut = len(text) > EXCERPT_CHARS
-    return {"record": seq, "kind": record.get("kind"), "dir": record.get("dir"), "t": record.get("t"),
+    return {"record": seq, "kind": records.kind_of(record), "dir": record.get("dir"), "t": record.get("t"),
             "what": describe(record)[0], "status": record.get("status"), "method": record.get("method"),
             "body": text[:EXCERPT_CHARS] + ("\n…" if cut else ""), "cut": cut}

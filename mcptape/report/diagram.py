@@ -11,6 +11,7 @@ from html import escape
 
 from ..tape import records
 from . import story
+from .calls import matters
 
 CLIENT, MCPTAPE, SERVER = "client", "mcptape", "server"
 ALL_CALLS_UNDER = 30  # a conversation with fewer calls is drawn whole
@@ -32,12 +33,6 @@ class Step:
 def _short(text: str, width: int = LABEL_CHARS) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def matters(call: dict, about: set) -> bool:
-    return (call["outcome"] != "result" or call["injected"] or call["dir"] == records.S2C
-            or call["method"] in ("initialize", "server/discover")
-            or (call["tape"], call["record"]) in about)
 
 
 _ENDS = {records.C2S: (CLIENT, SERVER), records.S2C: (SERVER, CLIENT)}
@@ -72,7 +67,7 @@ def steps(report: dict) -> list[Step]:
     """The diagram of a report (report/data.py), in tape order."""
     calls = report["calls"]
     about = {(f["tape"], f["record"]) for f in report["findings"]}
-    everything = len(calls) < ALL_CALLS_UNDER
+    everything = report["summary"]["calls"] < ALL_CALLS_UNDER
     events: list[tuple[tuple, list[Step] | str]] = []
     order = {t["path"]: i for i, t in enumerate(report["tapes"])}
 
@@ -87,6 +82,8 @@ def steps(report: dict) -> list[Step]:
         events.append((at(call["tape"], call["record"], 1), asked))
         answered_at = call["response_record"] if call["response_record"] is not None else call["record"]
         events.append((at(call["tape"], answered_at, 1), answered))
+    for run in getattr(calls, "folded", ()):  # the calls a long report did not keep (report/calls.py)
+        events.append((at(run["tape"], run["record"], 1), run))
     for x in report.get("exchanges", ()):  # a refused GET, a DELETE: what a session's end rests on
         answerer = MCPTAPE if x["injected"] else SERVER
         style = "injected" if x["injected"] else "error" if x["status"] >= 400 else "answer"
@@ -141,28 +138,48 @@ def session_label(session: dict) -> str:
 
 
 def _fold(events: list) -> list[Step]:
-    """Drawn steps in order; runs of ordinary calls (given as their method) become a counting note."""
+    """Drawn steps in order; runs of ordinary calls (given as their method, or as a run of calls the report did not
+    keep) become a counting note."""
     out: list[Step] = []
-    run: list[str] = []
+    shown: list[str] = []  # the run's first methods, drawn
+    rest: Counter = Counter()  # the run's others, counted
+    unanswered = 0  # of those, calls a long report did not keep that had no plain result
 
     def flush() -> None:
-        if not run:
-            return
-        for method in run[:RUN_SHOWN]:
+        nonlocal unanswered
+        for method in shown:
             out.append(Step("arrow", method, CLIENT, SERVER, "request"))
             out.append(Step("arrow", "result", SERVER, CLIENT, "answer"))
-        rest = Counter(run[RUN_SHOWN:])
         if rest:
             what = ", ".join(f"{m} ×{n}" for m, n in rest.most_common(4)) + (", …" if len(rest) > 4 else "")
-            out.append(Step("note", f"… {sum(rest.values())} more calls answered: {what}", CLIENT, SERVER, "summary"))
-        run.clear()
+            more = f"{sum(rest.values())} more calls" + (f" ({unanswered} without a plain result)" if unanswered
+                                                         else " answered")
+            out.append(Step("note", f"… {more}: {what}", CLIENT, SERVER, "summary"))
+        shown.clear()
+        rest.clear()
+        unanswered = 0
+
+    def ordinary(method: str, n: int = 1) -> None:
+        while n and len(shown) < RUN_SHOWN:
+            shown.append(method)
+            n -= 1
+        if n:
+            rest[method] += n
 
     for _, item in events:
         if isinstance(item, str):
-            run.append(item)
-            continue
-        flush()
-        out.extend(item)
+            ordinary(item)
+        elif isinstance(item, dict):  # a folded run: its first methods in order, then the counts of the rest
+            counts = item["methods"].copy()
+            for method in item["first"]:
+                counts[method] -= 1
+                ordinary(method)
+            for method, n in counts.items():
+                ordinary(method, n)
+            unanswered += item["unanswered"]
+        else:
+            flush()
+            out.extend(item)
     flush()
     if len(out) > MAX_STEPS:
         head, tail = out[: MAX_STEPS * 2 // 3], out[-(MAX_STEPS // 3):]

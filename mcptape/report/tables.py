@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .diagram import matters, session_label, sessionless
+from .calls import matters
+from .diagram import session_label, sessionless
 
 CALLS_LISTED = 100  # the calls that matter, listed one by one (the JSON has them all)
 
@@ -97,8 +98,8 @@ def _methods(report: dict) -> Table:
 
 def _calls(report: dict) -> Table:
     about = {(f["tape"], f["record"]) for f in report["findings"]}
-    calls = report["calls"]
-    listed = calls if len(calls) <= CALLS_LISTED else [c for c in calls if matters(c, about)]
+    calls, total = report["calls"], report["summary"]["calls"]
+    listed = calls if total <= CALLS_LISTED else [c for c in calls if matters(c, about)]
     rows = []
     sessions = {s["label"]: s for s in report["sessions"]}
     for c in listed[:CALLS_LISTED]:
@@ -114,11 +115,11 @@ def _calls(report: dict) -> Table:
                      f"{c['method']}{ident}" + (f" {c['name']}" if c["name"] else ""), outcome,
                      _ms(c["duration_ms"]), ", ".join(notes)])
     note = ""
-    if len(calls) > CALLS_LISTED:
-        note = (f"{len(listed)} of {len(calls)} calls matter (the handshake, failed, unanswered, injected, asked by "
+    if total > CALLS_LISTED:
+        note = (f"{len(listed)} of {total} calls matter (the handshake, failed, unanswered, injected, asked by "
                 f"the server, or a finding's)")
         if len(listed) > CALLS_LISTED:
             note += f"; the first {CALLS_LISTED} are listed"
         note += ". The JSON report lists every call."
-    title = "Calls" if len(calls) <= CALLS_LISTED else "Calls that matter"
+    title = "Calls" if total <= CALLS_LISTED else "Calls that matter"
     return Table(title, ["Time", "Session", "Sent", "Call", "Outcome", "Took", "Notes"], rows, note)

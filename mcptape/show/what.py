@@ -24,7 +24,7 @@ def append(described: list[tuple[str, str | None]], text: str) -> None:
 
 def described(record: Record) -> list[tuple[str, str | None]]:
     """What a record says, as lines of the timeline, each with the tone it is painted in."""
-    kind = record.get("kind")
+    kind = records.kind_of(record)
     problem = f"  ! {record['problem']}" if record.get("problem") else ""
     if kind == records.HTTP_REQUEST:
         head = f"{record.get('method')} {record.get('path')}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 from itertools import count
 from typing import Any
 
@@ -16,6 +17,12 @@ from ..wire import jsonrpc
 from ..wire.jsonrpc import dumps
 from . import records
 from .codec import FORMAT, Record
+
+
+def seconds(t: Any, otherwise: float) -> float:
+    """A record's time as a float: a tape imported from JSON may hold an exact decimal (or, from a stranger, no
+    number at all: then `otherwise`)."""
+    return float(t) if isinstance(t, (int, float, Decimal)) and not isinstance(t, bool) else otherwise
 
 
 def record_to_json(record: Record, seq: int | None) -> Record:

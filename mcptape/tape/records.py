@@ -31,6 +31,38 @@ KINDS = (HEADER, CAPTURE_START, CAPTURE_STOP, HTTP_REQUEST, HTTP_RESPONSE, SSE_E
 
 C2S, S2C = "c2s", "s2c"
 
+
+# A record's kind, asked of this module: an edge that holds a plain record the model did not read (one it has just
+# made, a log it scans) tests it with these, and never reads the `kind` field itself.
+def kind_of(record: Record) -> str | None:
+    """The kind as written, for an edge that names it (a report's excerpt, a timeline's line)."""
+    return record.get("kind")
+
+
+def is_capture_start(record: Record) -> bool:
+    return record.get("kind") == CAPTURE_START
+
+
+def is_http_request(record: Record) -> bool:
+    """An HTTP request: the record an exchange begins with."""
+    return record.get("kind") == HTTP_REQUEST
+
+
+def is_http_response(record: Record) -> bool:
+    return record.get("kind") == HTTP_RESPONSE
+
+
+def is_sse_event(record: Record) -> bool:
+    return record.get("kind") == SSE_EVENT
+
+
+def is_end(record: Record) -> bool:
+    return record.get("kind") == END
+
+
+def is_stdio_line(record: Record) -> bool:
+    return record.get("kind") == STDIO_LINE
+
 # How an exchange ended. "complete" is the only clean one; the others say who broke it off.
 COMPLETE = "complete"
 CLIENT_DISCONNECTED = "client-disconnected"
@@ -208,11 +240,6 @@ def problem(record: Any) -> str | None:
     return None
 
 
-def opens_exchange(record: Record) -> bool:
-    """An HTTP request: the record an exchange begins with (what a recording's summary counts)."""
-    return record.get("kind") == HTTP_REQUEST
-
-
 def next_exchange(existing: list[Record]) -> int:
     """The exchange number a run appended to a tape starts at: past every one it holds, so two runs never share
     one."""
@@ -250,6 +277,11 @@ def _short(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"
+
+
+def is_traffic(record: Record) -> bool:
+    """Whether a record is something a peer sent (an HTTP request, a stdio line), not the recorder's own."""
+    return record.get("kind") in (HTTP_REQUEST, STDIO_LINE)
 
 
 def header(t: float, tool: str, redaction: Record | None = None) -> HeaderRecord:

@@ -5,7 +5,8 @@ run of the test's client here: its baseline is the tape's own findings (what the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -22,17 +23,15 @@ class Cell:
     fault: Fault
     at: str
     timeout: float
-
-    @property
-    def edit(self) -> str:
-        return self.fault.text(self.at, self.timeout)
+    edit: str  # the fault at its position, in the edit language
+    parsed: Any  # that edit parsed, once (mcptape.edits.Edit): the test's first tape carries it
 
 
 def cells(definition, mark: pytest.Mark) -> list[Cell]:
     """The runs the marker asks for: each fault (default all) at each position (default each request after the
     handshake, read from the test's tape)."""
     from ..edits import EditError, parse
-    from .tapes import MarkerError, specs
+    from .markers import MarkerError, specs
 
     unknown = sorted(set(mark.kwargs) - set(OPTIONS))
     if unknown or mark.args:
@@ -49,18 +48,12 @@ def cells(definition, mark: pytest.Mark) -> list[Cell]:
             at = positions(load(tape))
         except (OSError, ValueError) as e:
             raise MarkerError(f"mcptape_gauntlet: no at= given and the tape cannot be read for positions: {e}")
-    try:
-        for selector in at:
+    try:  # a bad selector is refused in the edit language's words
+        for selector in at:  # (a negotiation fault runs once, at the probe: its cell may not use them)
             parse(f"drop at={selector}")
+        return [Cell(f, a, timeout, f.text(a, timeout), parse(f.text(a, timeout))) for f, a in placed(faults, at)]
     except EditError as e:
         raise MarkerError(str(e)) from None
-    return [Cell(f, a, timeout) for f, a in placed(faults, at)]  # a negotiation fault: once, at the probe
-
-
-def with_edit(spec, cell: Cell):
-    from ..edits import parse
-
-    return replace(spec, edits=(*spec.edits, parse(cell.edit)))
 
 
 class GauntletRun:

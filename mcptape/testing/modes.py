@@ -1,6 +1,6 @@
 """What the pytest plugin's record modes mean, as vcrpy's `RecordMode` says it (a closed set, one enum), and the
-run-wide keys and options the plugin and a test's tapes share. Imports nothing but pytest: pytest loads the plugin
-in every run of every suite where mcptape is installed."""
+run-wide keys and options the plugin and a test's tapes share (here, so neither imports the other). Imports nothing
+but pytest: pytest loads the plugin in every run of every suite where mcptape is installed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 ENV_MODE = "MCPTAPE_RECORD_MODE"
 ENV_UPSTREAM = "MCPTAPE_UPSTREAM"
 
+STATE = pytest.StashKey["State"]()  # the run's (plugin.State)
 SPECS = pytest.StashKey[list]()  # an item's tapes, from its markers, checked at collection
 RERECORD = pytest.StashKey[set]()  # new_episodes: the tapes a test missed on, to record again
 

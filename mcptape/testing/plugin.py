@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .modes import ENV_MODE, ENV_UPSTREAM, MODES, RERECORD, SPECS, RecordMode, record_mode
-
-STATE = pytest.StashKey["State"]()
+from .modes import ENV_MODE, ENV_UPSTREAM, MODES, RERECORD, SPECS, STATE, RecordMode, record_mode
 
 
 class State:
@@ -90,7 +88,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for item in items:
         if item.get_closest_marker("mcptape") is None:
             continue
-        from .tapes import MarkerError, specs
+        from .markers import MarkerError, specs
 
         try:
             item.stash[SPECS] = specs(item)
@@ -104,7 +102,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if mark is None:
         return
     from .gauntlet import cells
-    from .tapes import MarkerError
+    from .markers import MarkerError
 
     try:
         runs = cells(metafunc.definition, mark)

@@ -1,5 +1,4 @@
-"""What a test's tape does: where it lives, which record mode is in force, and the replay or the recording that
-serves the test, with the lock that keeps two workers from writing one tape.
+"""What a test's tape does: the replay or the recording that serves the test, as the record mode in force says.
 
 Record modes mean what they mean in vcrpy and pytest-recording:
 
@@ -13,197 +12,25 @@ Record modes mean what they mean in vcrpy and pytest-recording:
 
 A recording goes into a hidden file beside the tape and takes the tape's name when the test ends, so no reader
 ever sees half a tape; one that recorded no traffic leaves the old tape alone (vcrpy saves a cassette only when
-something new was recorded).
+something new was recorded). Where a tape lives and what its markers say: markers.py; the lock that keeps two
+workers from writing one tape: lock.py.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import socket
 import sys
-import tempfile
-import time
 import warnings
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .modes import RERECORD, SPECS, RecordMode, allowed, record_mode, upstream
-from .plugin import STATE
-
-SUFFIX = ".mcptape"
-OPTIONS = ("tape", "edits", "ignore", "upstream", "command", "mode", "strict")
-FORBIDDEN = "<>?%*:|\"'/\\"  # pytest-recording's rule: these become "-" in a default tape name
-LOCK_WAIT = 600.0  # seconds a worker waits for another to finish recording a tape
-
-
-class MarkerError(ValueError):
-    """A marker that cannot be used; the message says which part and what it takes."""
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One tape of a test, as its markers say."""
-
-    path: str
-    edits: tuple  # parsed edits (mcptape.edits.Edit), parsed once at collection
-    ignore: tuple[str, ...]
-    upstream: str | None
-    command: tuple[str, ...] | None
-    mode: str | None
-    strict: bool
-
-
-# -- markers ------------------------------------------------------------------------------------------------------
-
-
-def default_name(item: pytest.Item) -> str:
-    """pytest-recording's default: `Class.test_name[params]`, with characters a file name cannot hold made '-'."""
-    cls = getattr(item, "cls", None)
-    name = f"{cls.__name__}.{item.name}" if cls is not None else item.name
-    for ch in FORBIDDEN:
-        name = name.replace(ch, "-")
-    return name
-
-
-def cassette_dir(item: pytest.Item) -> Path:
-    """pytest-recording's layout: `cassettes/<module>/` beside the test module."""
-    return item.path.parent / "cassettes" / item.path.stem
-
-
-def specs(item: pytest.Item) -> list[Spec]:
-    """The tapes a test uses: one per tape its closest markers name (several markers, or tape=[...]); markers on
-    its class or module give defaults the closer ones override. No marker: the default tape, replayed."""
-    levels: dict[Any, list[dict]] = {}
-    for node, mark in item.iter_markers_with_node("mcptape"):
-        levels.setdefault(node, []).append(_options(mark))
-    groups = list(levels.values())  # the closest first
-    defaults: dict = {}
-    for group in reversed(groups[1:]):
-        for options in group:
-            defaults.update(options)
-    entries = []
-    for options in groups[0] if groups else [{}]:
-        merged = {**defaults, **options}
-        names = merged.pop("tape", None)
-        for name in names if isinstance(names, (list, tuple)) else [names]:
-            entries.append((name, merged))
-    if len(entries) > 1 and any(name is None for name, _ in entries):
-        raise MarkerError("a test with several tapes must name each one (tape=...)")
-    out, paths = [], set()
-    for name, options in entries:
-        spec = _spec(item, name, options)
-        if spec.path in paths:
-            raise MarkerError(f"tape {spec.path} is named twice")
-        paths.add(spec.path)
-        out.append(spec)
-    return out
-
-
-def _options(mark: pytest.Mark) -> dict:
-    if len(mark.args) > 1:
-        raise MarkerError("the marker takes one positional argument, the tape (or a list of tapes)")
-    unknown = sorted(set(mark.kwargs) - set(OPTIONS))
-    if unknown:
-        raise MarkerError(f"unknown option {unknown[0]!r} (the marker takes {', '.join(OPTIONS)})")
-    return {**({"tape": mark.args[0]} if mark.args else {}), **mark.kwargs}
-
-
-def _strings(options: dict, key: str) -> tuple[str, ...]:
-    value = options.get(key) or ()
-    value = (value,) if isinstance(value, str) else tuple(value)
-    if not all(isinstance(v, str) for v in value):
-        raise MarkerError(f"{key}= takes a list of strings")
-    return value
-
-
-def _spec(item: pytest.Item, name: Any, options: dict) -> Spec:
-    from ..edits import EditError, parse
-    from ..wire import pointer
-
-    if name is None:
-        name = default_name(item) + SUFFIX
-    elif not isinstance(name, (str, os.PathLike)):
-        raise MarkerError(f"tape={name!r}: a file name or path")
-    name = os.fspath(name)
-    if not name.endswith(SUFFIX):
-        name += SUFFIX
-    path = os.path.normpath(os.path.join(cassette_dir(item), name))  # an absolute name stays as it is
-    try:
-        edits = tuple(parse(text) for text in _strings(options, "edits"))
-    except EditError as e:
-        raise MarkerError(str(e)) from None
-    ignore = _strings(options, "ignore")
-    for text in ignore:
-        try:
-            pointer.parse(text)
-        except ValueError as e:
-            raise MarkerError(str(e).replace("--ignore", "ignore=")) from None
-    mode = options.get("mode")
-    if mode is not None:
-        try:
-            RecordMode.parse(mode, "mode")
-        except ValueError as e:
-            raise MarkerError(str(e)) from None
-    command = options.get("command")
-    if command is not None:
-        if isinstance(command, str) or not command or not all(isinstance(a, str) for a in command):
-            raise MarkerError("command= takes the server's argv as a list, e.g. ['python', 'server.py']")
-        command = tuple(command)
-    up = options.get("upstream")
-    if up is not None and command is not None:
-        raise MarkerError("give upstream= (an HTTP server) or command= (a stdio server), not both")
-    if up is not None and not (isinstance(up, str) and up.startswith(("http://", "https://"))):
-        raise MarkerError(f"upstream={up!r}: an http:// or https:// URL")
-    return Spec(path, edits, ignore, up, command, mode, bool(options.get("strict", False)))
-
-
-# -- the lock -----------------------------------------------------------------------------------------------------
-
-
-class TapeLock:
-    """One tape, one writer, across processes (xdist workers): an flock on a file named after the tape's path, in
-    the temporary directory (nothing is left beside the tapes). The file says which run last recorded the tape, so
-    a worker that waited for another's recording replays it instead of recording again."""
-
-    def __init__(self, tape: str) -> None:
-        folder = os.path.join(tempfile.gettempdir(), "mcptape-locks")
-        os.makedirs(folder, exist_ok=True)
-        key = hashlib.sha1(os.path.realpath(tape).encode()).hexdigest()
-        self.fd = os.open(os.path.join(folder, key), os.O_RDWR | os.O_CREAT, 0o644)
-
-    def acquire(self, tape: str) -> None:
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    self.release()
-                    pytest.fail(f"mcptape: {tape} has been being recorded by another process for "
-                                f"{LOCK_WAIT:.0f}s; gave up waiting", pytrace=False)
-                time.sleep(0.05)  # another worker records this tape: wait for it to finish
-
-    def recorded_by(self) -> str:
-        return os.pread(self.fd, 64, 0).decode(errors="replace")
-
-    def mark(self, run: str) -> None:
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, run.encode(), 0)
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)  # closing drops the flock
-            self.fd = -1
-
-
-# -- the fixture --------------------------------------------------------------------------------------------------
+from .lock import TapeLock
+from .markers import SUFFIX, MarkerError, Spec, default_name, specs
+from .modes import RERECORD, SPECS, STATE, RecordMode, allowed, record_mode, upstream
 
 
 class Deck:
@@ -223,10 +50,8 @@ class Deck:
             except MarkerError as e:
                 pytest.fail(f"mcptape: {e}", pytrace=False)
         cell = getattr(item, "callspec", None) and item.callspec.params.get("mcptape_gauntlet")
-        if cell is not None:  # a gauntlet run: the test's first tape carries its fault
-            from .gauntlet import with_edit
-
-            marked = [with_edit(marked[0], cell), *marked[1:]]
+        if cell is not None:  # a gauntlet run: the test's first tape carries its fault (gauntlet.Cell)
+            marked = [replace(marked[0], edits=(*marked[0].edits, cell.parsed)), *marked[1:]]
         self.tapes: list[Tape] = []
         try:
             for n, spec in enumerate(marked):
@@ -329,7 +154,7 @@ class Tape:
         self._keep_old = keep_old
         try:
             value = self._stack.enter_context(recording(self._partial, upstream=up, command=command, force=True,
-                                                        edits=[e.text for e in self.spec.edits],
+                                                        edits=self.spec.edits,
                                                         **allowed(self._item.config)))
         except RecordingError as e:
             pytest.fail(f"mcptape: cannot record {_shown(self.path)} from {up}: {e}", pytrace=False)
@@ -462,8 +287,10 @@ class Tape:
             os.makedirs(self._workdir, exist_ok=True)
             argv = [sys.executable, "-m", "mcptape", "replay", self.path, "--stdio",
                     "--log", str(self._workdir / "stdio-{n}.mcptape")]
-            for edit in self.spec.edits:
-                argv += ["--edit", edit.text]
+            if self.spec.edits:  # as JSON data: the replay does not parse the edit language again
+                from ..edits import language
+
+                argv += ["--edits-json", language.dumps(list(self.spec.edits))]
             for pointer in self.spec.ignore:
                 argv += ["--ignore", pointer]
             self._command = argv
@@ -516,7 +343,7 @@ def _has_traffic(path: str) -> bool:
     from ..tape.file import Reader, TapeError
 
     try:
-        return any(r.get("kind") in (records.HTTP_REQUEST, records.STDIO_LINE) for r in Reader(path))
+        return any(records.is_traffic(r) for r in Reader(path))
     except (TapeError, FileNotFoundError):
         return False
 

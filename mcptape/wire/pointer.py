@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 _DEEPDIFF_STEP = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(\d+))\]")
 
 
+class Pointer(str):
+    """A JSON pointer parsed once (at the option that gave it): its text, for whatever prints or stores it, and its
+    steps, which `parse` hands back without reading the text again."""
+
+    steps: tuple[str, ...]
+
+    def __new__(cls, text: str, option: str = "--ignore") -> Self:
+        pointer = super().__new__(cls, text)
+        pointer.steps = tuple(parse(text, option))
+        return pointer
+
+
 def parse(text: str, option: str = "--ignore") -> list[str]:
+    if isinstance(text, Pointer):
+        return list(text.steps)
     if not text.startswith("/"):
         raise ValueError(f"{option} {text!r}: a JSON pointer starts with / (e.g. /params/arguments/now)")
     return [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]

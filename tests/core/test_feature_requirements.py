@@ -11,7 +11,7 @@ import pytest
 from mcptape.check.modern import traceparent_problem
 from mcptape.check.requirements import REGISTRY
 from mcptape.check.verdicts import Verdict
-from mcptape.model import STATELESS
+from mcptape.model import STATELESS, STDIO
 from mcptape.tape import records
 from mcptape.testing.builder import Conversation, error, notification, request, result
 
@@ -44,6 +44,9 @@ def _updated(subscribed: bool) -> Callable[[], Conversation]:
         return tape
     return build
 
+
+TEMPLATE = {"uriTemplate": "file:///{path}"}
+LINK = {"type": "resource_link", "uri": "file:///project/src/main.rs", "name": "main.rs"}
 
 PROMPT = {"name": "review", "arguments": [{"name": "code", "required": True}, {"name": "style"}]}
 
@@ -231,6 +234,13 @@ CASES: dict[str, tuple[Callable, Callable]] = {
     "resource-uri-scheme": (_uses("resources/list", value={"resources": [{"uri": "docs/a.txt", "name": "a"}]}),
                             _uses("resources/list", value={"resources": [{"uri": "file:///a.txt", "name": "a"}]})),
     "resource-updated-subscribed": (_updated(False), _updated(True)),
+    "resource-template-fields": (_uses("resources/templates/list", value={"resourceTemplates": [TEMPLATE]}),
+                                 _uses("resources/templates/list",
+                                       value={"resourceTemplates": [{**TEMPLATE, "name": "files"}]})),
+    "resource-link-fields": (_uses("tools/call", {"name": "a"}, {"content": [{"type": "resource_link", "uri": "a"}]}),
+                             _uses("tools/call", {"name": "a"}, {"content": [LINK]})),
+    "tool-is-error-boolean": (_uses("tools/call", {"name": "a"}, {"content": [], "isError": "true"}),
+                              _uses("tools/call", {"name": "a"}, {"content": [], "isError": True})),
     "prompt-errors-invalid-params": (_prompt({"style": "terse"}), _prompt({"style": "terse"}, reply="-32602")),
     "prompt-message-role": (_prompt({"code": "x"}, role="system"), _prompt({"code": "x"})),
     "log-level-valid": (_log("verbose"), _log("warning")),
@@ -319,3 +329,45 @@ def test_a_finding_on_an_injected_answer_blames_no_server():
                   injected=True)
     (finding,) = [f for f in tape.findings() if f.rule == "result-type"]
     assert finding.injected and finding.blames == "none"
+
+
+def test_a_resource_link_is_judged_from_the_revision_that_has_it():
+    unnamed = {"content": [{"type": "resource_link", "uri": "file:///a"}]}
+    assert "resource-link-fields" in judged(_uses("tools/call", {"name": "a"}, unnamed, revision="2025-06-18")())[0]
+    older = stdio("2025-03-26")  # ResourceLink is not in this revision's schema: not judged
+    older.call("tools/call", {"name": "a"}, result=unnamed)
+    found, verdicts = judged(older)
+    assert "resource-link-fields" not in found and verdicts["resource-link-fields"] == Verdict.NOT_APPLICABLE
+
+
+def test_a_client_notification_carries_a_valid_traceparent_or_none():
+    def cancelled(trace: str) -> Conversation:
+        tape = modern()
+        tape.notify("notifications/cancelled", {"requestId": 1, "_meta": {"traceparent": trace}})
+        return tape
+
+    (finding,) = [f for f in cancelled("00-abc").findings() if f.rule == "traceparent-format"]
+    assert finding.blames == "client" and finding.severity == "error"
+    assert "traceparent-format" not in cancelled(TRACE).rules()
+
+
+def stdio_listen(*notes: dict) -> Conversation:
+    """2026-07-28 over stdio: one channel, a subscription open on it (the version rides in each request's _meta)."""
+    tape = Conversation(transport=STDIO, revision=V)
+    tape.call("server/discover", {"_meta": _meta(*ALL)},
+              result={"resultType": "complete", "ttlMs": 0, "supportedVersions": [V], "capabilities": {}})
+    tape.line(C2S, request(50, "subscriptions/listen", {"_meta": _meta(*ALL),
+                                                        "notifications": {"toolsListChanged": True}}))
+    for note in notes:
+        tape.line(S2C, note)
+    return tape
+
+
+def test_on_stdio_a_subscription_notification_carries_its_subscription_id():
+    (finding,) = [f for f in stdio_listen(ACK, _note("notifications/tools/list_changed", sid=None)).findings()
+                  if f.rule == "listen-subscription-id"]
+    assert finding.blames == "server" and finding.severity == "error"
+    assert "listen-subscription-id" not in stdio_listen(ACK, TOOLS_CHANGED).rules()
+    # a log line on the shared channel belongs to no subscription: it needs no subscription id
+    assert "listen-subscription-id" not in stdio_listen(ACK, notification("notifications/message", {
+        "level": "info", "data": "x"})).rules()

@@ -210,4 +210,26 @@ REQUIREMENTS += [
               "declares sampling.context capability."),
         "a sampling/createMessage with includeContext thisServer or allServers to a client whose sampling capability "
         "has no context", ("m:sampling/createMessage",)),
+    Requirement(
+        "resource-template-fields", _RESOURCES, SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Server › Resources › Resource Templates", "Resource templates allow servers to expose "
+              "parameterized resources using URI templates."),
+        "a resources/templates/list result with a template whose uriTemplate or name is missing or not a string: the "
+        "sentence names no keyword, the level rests on the schema (ResourceTemplate requires both, every revision)",
+        ("m:resources/templates/list",)),
+    Requirement(
+        "resource-link-fields", _CONTENT, RECEIVER, since("2025-06-18", MUST),
+        quote("2025-11-25", "Server › Tools › Tool Result › Resource Links", "A tool MAY return links to Resources, "
+              "to provide additional context or data. In this case, the tool will return a URI that can be "
+              "subscribed to or fetched by the client:"),
+        "a resource_link content item (a tool result, a prompt message) whose uri or name is missing or not a "
+        "string: the MAY is the tool's choice to link, the level rests on the schema (ResourceLink requires uri and "
+        "name, from 2025-06-18 where it appears)", ("resource-link",)),
+    Requirement(
+        "tool-is-error-boolean", _TOOLS, SERVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Schema › CallToolResult › isError", "Whether the tool call ended in an error. If not "
+              "set, this is assumed to be false (the call was successful)."),
+        "a tools/call result whose isError is present and not a boolean: the level rests on the schema (isError: "
+        "boolean); whether an error came from the tool, which the description's SHOULD is about, is not on the wire",
+        ("m:tools/call",)),
 ]

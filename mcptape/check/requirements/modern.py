@@ -42,8 +42,9 @@ REQUIREMENTS = [
         "traceparent-format", _META, SENDER, _MODERN,
         _in("Basic › General fields › _meta", "When present, their values MUST follow W3C Trace Context and W3C "
             "Baggage formats respectively."),
-        "a _meta traceparent that is not version-traceid-parentid-flags in lower-case hex (2, 32, 16, 2 digits; "
-        "version ff and all-zero ids invalid)", ("traceparent",)),
+        "a _meta traceparent (of a request, or a notification of either side) that is not "
+        "version-traceid-parentid-flags in lower-case hex (2, 32, 16, 2 digits; version ff and all-zero ids "
+        "invalid)", ("traceparent",)),
     Requirement(
         "result-type", _META, SERVER, _MODERN,
         _in("Basic › Messages › Responses › Result Responses", "The result MUST include a resultType field to "
@@ -131,5 +132,8 @@ REQUIREMENTS = [
             "server MUST include io.modelcontextprotocol/subscriptionId in _meta so the client can correlate the "
             "notification with the originating subscription request."),
         "a notification on the HTTP stream of a subscriptions/listen request without "
-        "io.modelcontextprotocol/subscriptionId in _meta", ("m:subscriptions/listen",)),
+        "io.modelcontextprotocol/subscriptionId in _meta; on stdio (one channel, where \"clients MUST use this field "
+        "to correlate notifications with their originating subscription\"), a list_changed or resources/updated "
+        "notification without it while a subscriptions/listen is open: only a subscription delivers those",
+        ("m:subscriptions/listen",)),
 ]

@@ -1,0 +1,138 @@
+"""What the analysis model (model.py) builds from a tape's records: sessions, the HTTP exchanges they use, and the
+calls in them, with the transports a session can come by. The model fills them in as it reads; its observers read
+them (check, diff, report, show, replay)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+from .facts import Outcome
+from .lifecycle import Life
+from .tape import records
+
+# How a session reached us. The rules each transport obeys differ (docs/transports.md).
+STDIO = "stdio"
+LEGACY_SSE = "http+sse"  # 2024-11-05
+STREAMABLE = "streamable-http"  # 2025-03-26 ... 2025-11-25, sessions
+STATELESS = "stateless-http"  # 2026-07-28
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+# A session's life (opened, refused, deleted, expired, ended, superseded) is decided by lifecycle.py's table, which
+# the model asks; check, show, diff and replay read it (docs/sessions.md).
+
+
+@dataclass
+class Session:
+    label: str  # the session id as recorded, or a stable label where the transport has none
+    tape: str
+    transport: str
+    version: str | None = None  # negotiated: initialize's answer, or the 2026 header
+    initialized: bool = False
+    life: Life = field(default_factory=Life)  # its state, and the steps that made it (lifecycle.py)
+    # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
+    # client closed the server's stdin; s2c, the server closed its stdout
+    left: dict[str, int] = field(default_factory=dict)
+    resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
+
+    # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
+    # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
+    opened = property(attrgetter("life.opened"))
+    dead = property(attrgetter("life.dead"))
+    ended = property(attrgetter("life.ended"))
+    superseded = property(attrgetter("life.superseded"))
+    refused_with = property(attrgetter("life.refused_with"))
+    unknown = property(attrgetter("life.unknown"))
+    midway = property(attrgetter("life.midway"))
+
+    @property
+    def short(self) -> str:
+        """How show and diff name it: the start of its id; stdio#N (the Nth run of a stdio server); stateless."""
+        if self.transport == STDIO:
+            return "stdio" + self.label[self.label.rfind("#"):]
+        if self.transport == STATELESS:
+            return "stateless"
+        return self.label[:8]
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One HTTP request and what came back, while it is open. When it ends, its headers and bodies are dropped:
+    calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
+    every request's headers and body alive."""
+
+    number: int
+    seq: int
+    t: float
+    method: str
+    conn: int | None
+    session: Session | None
+    sent_session: str | None  # the Mcp-Session-Id the client put on it
+    version_header: str | None
+    headers: list
+    msg: Any = None
+    status: int | None = None
+    get_stream: bool = False  # a GET answered with an event stream: the standalone stream, or a resumed one
+    last_event_id: str | None = None  # on a GET: the stream it resumes
+    last_sse_id: str | None = None  # the last event id its SSE stream carried: a stream the client could resume
+    end: str | None = None
+    injected: bool = False
+    calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
+    mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
+    passed: Passed | None = None  # its records, while an observer reads whole exchanges
+
+
+@dataclass(slots=True)
+class Passed:
+    """An exchange's records as they passed, for whoever exports whole exchanges (HAR, mitmproxy flows): the
+    request, the head of the response, the SSE events, the end, and every record about it in order (edits
+    included). Kept only while an observer reads exchanges (Observer.exchange): check never pays for it."""
+
+    request: dict
+    response: dict | None = None
+    events: list[dict] = field(default_factory=list)
+    end: dict | None = None
+    records: list[dict] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Call:
+    """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
+    whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
+    as it is, to recognise a late answer, late progress or a reused id: thousands are remembered, and with their
+    messages, keeping and freeing them cost check a tenth of its time on a large tape (as Exchange, for the same
+    reason)."""
+
+    tape: str
+    session: Session
+    dir: str  # who sent the request: c2s (client request) or s2c (server request)
+    id: Any
+    method: str
+    request: dict | None
+    seq: int
+    t: float
+    exchange: Exchange | None = None  # the HTTP exchange that carried the request
+    response: dict | None = None
+    response_seq: int | None = None
+    # (seq, t, progress) of each progress notification; a list from the first one on (most calls never get one)
+    progress: list[tuple[int, float, Any]] | tuple[()] = ()
+    cancel: tuple[int, float, Any] | None = None
+    injected: bool = False
+    outcome: Outcome | None = None  # how it ended: decided when it settles, before its messages are dropped
+    # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
+    key: tuple = ()
+    token_key: tuple | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.response_seq is not None  # still true once a settled call has dropped its messages
+
+    @property
+    def rejected_status(self) -> int | None:
+        """An HTTP error status that refused the request outright (no JSON-RPC answer follows)."""
+        ex = self.exchange
+        if ex is not None and ex.status is not None and ex.status >= 400 and self.dir == records.C2S:
+            return ex.status
+        return None
