@@ -231,7 +231,7 @@ class HttpCapture:
 class _Redacting:
     """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place.
     Headers and query parameters are the exception: the capture redacts them itself, as it reads the session from
-    them, so they are not read a second time (a third of the redactor's work per exchange)."""
+    them, so they are not read a second time (redaction is idempotent: the tape is the same)."""
 
     _DONE = frozenset({"headers", "query"})
 
