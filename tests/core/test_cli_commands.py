@@ -14,7 +14,7 @@ from mcptape.cli import app, main
 
 
 def test_the_table_names_exactly_the_commands_each_module_registers():
-    for module in Path(app.__file__).parent.glob("*.py"):
+    for module in Path(app.__file__).parent.glob("[!_]*.py"):
         importlib.import_module(f"mcptape.cli.{module.stem}")  # every module, whatever the table says
     assert {name: cmd.callback.__module__ for name, cmd in main.commands.items()} == {
         name: f"mcptape.cli.{module}" for name, module in app._Group.MODULES.items()}
