@@ -38,7 +38,7 @@ class LiveSession:
 
 
 @dataclass
-class Outcome:
+class Reply:
     """What to send back for one live message: the recorded answer (rewritten), or an error of our own."""
 
     answer: Answer | None = None
@@ -114,8 +114,8 @@ class Replayer:
 
     # -- answering -------------------------------------------------------------------------------------------------
 
-    def answer(self, live: dict, session: LiveSession | None, stdio: bool = False, consume: bool = True) -> Outcome:
-        """`stdio`: the answer goes out as lines (Outcome.lines), whatever transport recorded it. `consume`: it goes
+    def answer(self, live: dict, session: LiveSession | None, stdio: bool = False, consume: bool = True) -> Reply:
+        """`stdio`: the answer goes out as lines (Reply.lines), whatever transport recorded it. `consume`: it goes
         out as recorded, so it is used up; one an edit withholds or answers in place of (edits.delivers) is left
         for a retry."""
         if session is not None and session.derived:
@@ -130,7 +130,7 @@ class Replayer:
                                   self.match_meta)
         if recorded is None and live.get("method") == "ping" and "id" in live and self._has_ping(session):
             pong = {"jsonrpc": "2.0", "id": live["id"], "result": {}}  # "MUST respond promptly with an empty response"
-            return Outcome(body=pong, lines=[{"msg": pong}], session=session)
+            return Reply(body=pong, lines=[{"msg": pong}], session=session)
         if recorded is None:
             return self._miss(live, session)
         self._asked.add(recorded)
@@ -144,15 +144,15 @@ class Replayer:
             maps.tokens[jsonrpc.id_key(token)] = jsonrpc.progress_token(live)
         return self._outcome(recorded, maps, session, stdio)
 
-    def _derived(self, live: dict, session: LiveSession) -> Outcome:
+    def _derived(self, live: dict, session: LiveSession) -> Reply:
         """The handshake a session-era server built from the recorded discover answer would give: its
         capabilities, server info and instructions, at the client's revision when the server era knows it (else
         the newest it knows). notifications/initialized is accepted."""
         if "id" not in live:
-            return Outcome(status=202, session=session)
+            return Reply(status=202, session=session)
         if live.get("method") == "logging/setLevel":  # the era has none (2026-07-28 asks for a level per request)
             answer = {"jsonrpc": "2.0", "id": live["id"], "result": {}}
-            return Outcome(body=answer, lines=[{"msg": answer}], session=session)
+            return Reply(body=answer, lines=[{"msg": answer}], session=session)
         found = self.discover
         params = live.get("params") if isinstance(live.get("params"), dict) else {}
         asked = params.get("protocolVersion")
@@ -164,7 +164,7 @@ class Replayer:
         if isinstance(found.get("instructions"), str):
             result["instructions"] = found["instructions"]
         answer = {"jsonrpc": "2.0", "id": live["id"], "result": result}
-        return Outcome(body=answer, lines=[{"msg": answer}], session=session)
+        return Reply(body=answer, lines=[{"msg": answer}], session=session)
 
     def asked(self, recorded: Answer) -> bool:
         """Whether the client has asked for this recorded answer (a message the recorded server sent after it may
@@ -177,7 +177,7 @@ class Replayer:
         version = recorded.version if recorded is not None else self.recording.version
         return not (version or "").startswith("2026")
 
-    def resume(self, last_event_id: str | None, session: LiveSession | None) -> Outcome | None:
+    def resume(self, last_event_id: str | None, session: LiveSession | None) -> Reply | None:
         """A GET: with Last-Event-ID, the recorded GET that resumed from that event; without, the session's
         recorded standalone stream (its messages are delivered on the live one)."""
         pool = session.recorded.answers if session is not None and session.recorded else self.recording.answers
@@ -195,10 +195,10 @@ class Replayer:
         return [e for e in events if e is not None]
 
     def _outcome(self, recorded: Answer, maps: LiveSession, session: LiveSession | None,
-                 stdio: bool = False) -> Outcome:
+                 stdio: bool = False) -> Reply:
         if recorded.http_method and not stdio:  # recorded over HTTP, served over HTTP: framed as it was
             events = [self._rewrite_event(e, maps) for e in recorded.events]
-            return Outcome(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
+            return Reply(recorded, recorded.status or 200, self._rewrite(recorded.body, maps),
                            [e for e in events if e is not None], [], session)
         lines = [m for m in (self._rewrite_event(m, maps) for m in recorded.messages) if m is not None]
         request = jsonrpc.kind(recorded.request) == "request"
@@ -211,7 +211,7 @@ class Replayer:
                                               f"{recorded.status} and no JSON-RPC body, which stdio cannot carry"}},
                 maps)}]
         # over HTTP (a stdio answer): a request's stream or JSON body, else 202 with nothing (streamable.py frames it)
-        return Outcome(recorded, 200 if request else 202, None, [], lines, session)
+        return Reply(recorded, 200 if request else 202, None, [], lines, session)
 
     def _pool(self, session: LiveSession | None, method: Any) -> list[tuple[Answer, Any]]:
         """The answers a request of this method may get, the live session's recorded session first, each with its
@@ -244,11 +244,11 @@ class Replayer:
             return (*mine, *(a for a in self.recording.answers if a.session != session.recorded.label))
         return self.recording.answers
 
-    def _miss(self, live: dict, session: LiveSession | None) -> Outcome:
+    def _miss(self, live: dict, session: LiveSession | None) -> Reply:
         method = live.get("method")
         self.unmatched.append(jsonrpc.describe(live))
         if "id" not in live:
-            return Outcome(status=202, session=session)  # a notification needs no answer
+            return Reply(status=202, session=session)  # a notification needs no answer
         best, diff = match.closest(live, self._candidates(session), self._ignore(session), self.match_meta)
         where = f"closest: record {best.seq} {best.method}" if best else "the tape has no requests"
         if best is not None:
@@ -260,7 +260,7 @@ class Replayer:
             "code": MISS_CODE, "message": message,
             "data": {"closest": {"record": best.seq, "request": best.request} if best else None,
                      "difference": _json_safe(diff)}}}
-        return Outcome(status=200, body=error, lines=[{"msg": error}], session=session)
+        return Reply(status=200, body=error, lines=[{"msg": error}], session=session)
 
     def unused(self) -> list[Answer]:
         return [a for a in self.recording.answers

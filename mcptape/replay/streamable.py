@@ -17,7 +17,7 @@ from .. import edits
 from ..tape import records
 from ..wire import http, jsonrpc
 from .connection import Exchange, Pace, Request, json_bytes, then
-from .serve import DERIVED_HANDSHAKE, LiveSession, Outcome, Replayer
+from .serve import DERIVED_HANDSHAKE, LiveSession, Reply, Replayer
 
 
 class Streamable:
@@ -104,7 +104,7 @@ class Streamable:
 
     # -- answers ---------------------------------------------------------------------------------------------------
 
-    def _serve(self, ex: Exchange, outcome: Outcome, plan: edits.Plan | None, request_id: Any,
+    def _serve(self, ex: Exchange, outcome: Reply, plan: edits.Plan | None, request_id: Any,
                request_headers: http.Headers) -> Coroutine | None:
         """Most answers are written at once; one that has to wait (a paced or held stream, a server-initiated
         request, a request left open) comes back as a coroutine for the connection to await."""
@@ -128,7 +128,7 @@ class Streamable:
             return ex.send(outcome.status, [*headers, ("content-type", http.JSON)], effect.body)
         return ex.send_body(outcome.status, headers, outcome.body, answer.raw if answer is not None else None)
 
-    def _stream(self, ex: Exchange, outcome: Outcome, headers: list, edited: edits.Plan | None, request_id: Any,
+    def _stream(self, ex: Exchange, outcome: Reply, headers: list, edited: edits.Plan | None, request_id: Any,
                 unanswered: bool) -> Coroutine | None:
         """An SSE answer, its events edited if an edit says so, ended as the recorded stream ended (or held open,
         or cut for a resume)."""
@@ -221,7 +221,7 @@ def _waiter(session: LiveSession | None, request_id) -> tuple:
     return (session.id if session else "", jsonrpc.id_key(request_id))
 
 
-def _framed(outcome: Outcome, sse_ok: bool) -> tuple[Outcome, bool, bool]:
+def _framed(outcome: Reply, sse_ok: bool) -> tuple[Reply, bool, bool]:
     """An answer recorded over stdio, framed as a Streamable HTTP server frames it: a notification (or anything
     but a request) gets 202 and no body; a request that got more than its final response (progress, a server
     request) an SSE stream when the client takes one, one event per message; otherwise its final response as
