@@ -143,7 +143,7 @@ class Exercise(Observer):
             self._modern(call)
         if method not in _FEATURES or not isinstance(response, dict):
             return None
-        facts = self.facts.setdefault(call.tape, {"record"})
+        facts = self._facts if call.tape == self._tape else self.facts.setdefault(call.tape, {"record"})
         result = response.get("result")
         params = (call.request or {}).get("params")
         params = params if isinstance(params, dict) else {}
@@ -189,7 +189,7 @@ class Exercise(Observer):
 
     def _modern(self, call: Call) -> None:
         """2026-07-28's facts: a multi round-trip request's interim result and its retry, a trace context."""
-        facts = self.facts.setdefault(call.tape, {"record"})
+        facts = self._facts if call.tape == self._tape else self.facts.setdefault(call.tape, {"record"})
         params = (call.request or {}).get("params")
         if isinstance(params, dict):
             if "inputResponses" in params or "requestState" in params:
