@@ -88,7 +88,7 @@ class Model:
         noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
             kind = record.get("kind")
-            seen = Seen(name, seq, record, kind, record.get("t", 0.0))
+            seen = Seen(name, seq, record, kind, record.get("t", 0.0), record.get("msg"))
             handler, watchers = plans.get(kind, unknown)
             if handler is not None:
                 handler(seen, settled)
@@ -262,8 +262,8 @@ class Model:
         if ex.msg is not None and not ex.calls_known:
             # the request that opened the session (initialize) is read now that its session is known
             ex.calls_known = True
-            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, records.HTTP_REQUEST, ex.t, session,
-                           ex)
+            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, records.HTTP_REQUEST, ex.t, None,
+                           session, ex)
             self._messages(request, session, records.C2S, ex.msg, ex, settled)
         if "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)

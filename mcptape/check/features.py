@@ -82,9 +82,8 @@ class Features(Observer):
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         """The server's notifications a feature judges: a log message's level, a resource update."""
-        r = seen.record
-        msg = r.get("msg")
-        if type(msg) is not dict or r.get("dir") != records.S2C:
+        msg = seen.msg
+        if type(msg) is not dict or seen.record.get("dir") != records.S2C:
             return None
         method = msg.get("method")
         if method == "notifications/message":

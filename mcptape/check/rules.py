@@ -184,8 +184,8 @@ class Sessions(Observer):
 
     def _request(self, seen: Seen) -> list[Finding]:
         found: list[Finding] = []
-        ex, r = seen.exchange, seen.record
-        msg = r.get("msg") if isinstance(r.get("msg"), dict) else {}
+        ex = seen.exchange
+        msg = seen.msg if isinstance(seen.msg, dict) else {}
         method = msg.get("method")
         session = seen.session
         if session is not None and session.transport == STREAMABLE and ex.sent_session == session.label:
@@ -250,7 +250,7 @@ class Sessions(Observer):
         return True
 
     def _stdio_order(self, seen: Seen) -> list[Finding]:
-        msg = seen.record.get("msg")
+        msg = seen.msg
         session = seen.session
         if (isinstance(msg, dict) and seen.record.get("dir") == records.C2S and jsonrpc.kind(msg) == "request"
                 and session is not None and not session.initialized

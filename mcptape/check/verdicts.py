@@ -104,7 +104,7 @@ class Exercise(Observer):
                 facts.add("legacy-channel")
         elif kind == records.STDIO_EOF:
             facts.add("stdio-eof")
-        msg = r.get("msg")
+        msg = seen.msg
         if msg is None:
             return None
         client = r.get("dir", records.C2S) == records.C2S
