@@ -41,7 +41,7 @@ def check_records(tapes: Iterable[tuple[str, Iterable[dict]]], watchers: list[Ob
 
 
 @dataclass
-class Outcome:
+class Checked:
     """What `check` found in tapes, after the project's settings: `findings` (severities as configured),
     `failing` (those the baseline does not hold), `rows` (a verdict per requirement per tape, when asked for)."""
 
@@ -51,7 +51,7 @@ class Outcome:
 
 
 def run(paths: list[str], requirements: bool = False, config: Config | None = None,
-        baseline: str | None = None) -> Outcome:
+        baseline: str | None = None) -> Checked:
     """check as the command runs it: the findings at the project's severities, the verdicts when `requirements`,
     and which findings are new against a baseline file. Raises TapeError, BaselineError."""
     from . import baseline as baselines
@@ -71,7 +71,7 @@ def run(paths: list[str], requirements: bool = False, config: Config | None = No
         from .verdicts import judge
 
         rows = judge(findings, exercise, paths)
-    return Outcome(findings, baselines.new(findings, known) if known is not None else findings, rows)
+    return Checked(findings, baselines.new(findings, known) if known is not None else findings, rows)
 
 
 def at_or_above(severity: str, threshold: str) -> bool:

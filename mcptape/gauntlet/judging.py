@@ -18,6 +18,7 @@ from ..check.finding import Finding
 from ..facts import Outcome, SessionTransition
 from ..model import SUPERSEDED, Call, Model, Observer, Seen
 from ..replay.match import no_meta, same_request
+from ..replay.serve import MISS
 from ..tape import records
 from ..tape.file import Reader, TapeError
 from ..wire import http, jsonrpc
@@ -26,7 +27,6 @@ from .faults import Fault
 from .negotiation import after_fallback, fallback_missing
 from .verdicts import ERROR, FAILED, HUNG, NOT_REACHED, RECOVERED, SURFACED, Baseline, Run, last_line
 
-MISS_PREFIX = "mcptape: no recorded answer"  # replay/serve.py's miss error: the client left the recorded path
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Log(Observer):
         if call.outcome is Outcome.ERROR:  # a replay's miss is a JSON-RPC error answering the request
             error = call.response.get("error")
             said = str(error.get("message", "")) if isinstance(error, dict) else ""
-            if said.startswith(MISS_PREFIX):
+            if said.startswith(MISS):  # the client left the recorded path
                 self.misses.append(said.removeprefix("mcptape: "))
 
     @property

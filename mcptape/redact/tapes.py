@@ -4,11 +4,47 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from ..tape.file import Reader
 from ..tape.records import is_capture_start
 from .redactor import Redactor
 from .scrub import secrets_in
+
+
+@dataclass(frozen=True)
+class Unredacted:
+    """One reason a tape is not safe to share: a secret at a JSON pointer of a record (`rule`: the shape or name
+    that found it), or a header or recording run that says bodies were not redacted (`rule` "not-redacted")."""
+
+    tape: str
+    record: int | None  # None: the tape's header
+    where: str  # a JSON pointer, or (for the header) the reason in words
+    rule: str
+
+    def to_json(self) -> dict:
+        """`pointer` is always a JSON pointer: the header's reason points at /redaction, with its words under
+        `detail`."""
+        where = {"pointer": self.where} if self.where.startswith("/") else {"pointer": "/redaction",
+                                                                            "detail": self.where}
+        return {"tape": self.tape, "record": self.record, "rule": self.rule, **where}
+
+    def line(self) -> str:
+        fix = f"run: mcptape redact {self.tape} -o REDACTED.mcptape"
+        if self.record is None:
+            return f"{self.tape}: not redacted ({self.where}); {fix}"
+        if self.rule == "not-redacted":
+            return (f"{self.tape}#{self.record} {self.where}: not redacted (a recording run without body redaction); "
+                    f"{fix}")
+        return f"{self.tape}#{self.record} {self.where}: still holds a secret ({self.rule}); {fix}"
+
+
+def unredacted_in(tape: str) -> Iterator[Unredacted]:
+    """Why the tape at `tape` is not safe to share (`check --require-redacted`). Raises TapeError."""
+    reader = Reader(tape)
+    for number, where, rule in unredacted(reader.header, reader):
+        yield Unredacted(tape, number, where, rule)
 
 
 def unredacted(header: dict, records: Iterable[dict]) -> Iterator[tuple[int | None, str, str]]:

@@ -22,6 +22,7 @@ from . import match
 from .recorded import Answer, RecordedSession, Recording
 
 MISS_CODE = -32603
+MISS = "mcptape: no recorded answer"  # how the error for a request the tape has no answer for begins
 
 
 @dataclass
@@ -253,7 +254,7 @@ class Replayer:
         if best is not None:
             differs = match.paths(diff)
             where += f", differs at {', '.join(differs[:5])}" if differs else ", identical once normalized"
-        message = f"mcptape: no recorded answer for {method} ({where})"
+        message = f"{MISS} for {method} ({where})"
         self.misses.append(f"{self.unmatched[-1]}: {message.removeprefix('mcptape: ')}")
         error = {"jsonrpc": "2.0", "id": live.get("id"), "error": {
             "code": MISS_CODE, "message": message,

@@ -9,12 +9,11 @@ from typing import Any
 
 from ..facts import Outcome
 from ..model import STDIO, Call, Model, Observer, Session
-from ..replay.serve import MISS_CODE
+from ..replay.serve import MISS, MISS_CODE
 from ..tape.file import Reader
 from ..tape.records import C2S
 from ..wire import jsonrpc
 
-MISS = "mcptape: no recorded answer"  # how a replay's own error for an unmatched request begins (serve.py)
 
 
 @dataclass
