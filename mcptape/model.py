@@ -205,7 +205,9 @@ class Model:
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
         headers = r.get("headers") or []
-        version = _text(r.get("protocol_version"))
+        version = r.get("protocol_version")
+        if not isinstance(version, str):  # (_text, inlined: it runs for every request)
+            version = None
         sent = r.get("session")
         session: Session | None = None
         if sent and self._legacy_paths and r.get("path") in self._legacy_paths:

@@ -189,9 +189,10 @@ class Sessions(Observer):
         method = msg.get("method")
         session = seen.session
         if session is not None and session.transport == STREAMABLE and ex.sent_session == session.label:
-            if session.dead is not None and ex.method in ("POST", "GET"):
+            life = session.life  # (read once: each request asks it twice)
+            if life.dead is not None and ex.method in ("POST", "GET"):
                 self.reuse.setdefault(id(session), (session, []))[1].append((seen.seq, seen.t))
-            if session.midway and self._once("capture-incomplete", session):
+            if life.midway and self._once("capture-incomplete", session):
                 found.append(about_record("capture-incomplete", "info", seen,
                                           f"the recording began after session {session.label} was opened: what "
                                           f"came before is not in the tape", spec.CAPTURE, method, msg.get("id"),
