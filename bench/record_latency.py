@@ -6,7 +6,8 @@ One demo SDK server (stateless, SSE responses: every call goes through the SSE s
 direct, bare `mitmdump --mode reverse:…`, `mcptape record` (redaction on, the default) and `mcptape record
 --no-redact`. Rounds are interleaved in a shuffled order so drift on the machine hits all alike. Reported: median
 latency per path, the latency each proxy adds over direct, and the ratio mcptape/mitmdump with redaction on and off
-(goal: <= 1.10 with it on). `--text-bytes N` calls `start_thread` with N bytes of prose instead of `add`, so the
+(goal: <= 1.10 with it on), and the CPU each proxy process spent per call (from /proc: on a loaded machine a steadier
+figure than latency, and the one the recorder's own work shows in). `--text-bytes N` calls `start_thread` with N bytes of prose instead of `add`, so the
 redactor has a body to read. Never run in CI; never a pass/fail.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import signal
 import socket
@@ -74,6 +76,12 @@ def timed_calls(port: int, calls: int) -> list[float]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=15)
@@ -97,22 +105,27 @@ def main() -> None:
                 [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(dump),
                  "--mode", f"reverse:http://127.0.0.1:{up}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             paths = {"direct": up, "mitmdump": dump}
+            pids = {"direct": procs[0].pid, "mitmdump": procs[1].pid}  # direct: the server's own CPU
             for name, flags in (("mcptape", []), ("no-redact", ["--no-redact"])):
                 paths[name] = free_port()
                 procs.append(subprocess.Popen(
                     [str(BIN / "mcptape"), "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
                      f"127.0.0.1:{paths[name]}", "-o", str(Path(tmp) / f"{name}.mcptape"), *flags],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                pids[name] = procs[-1].pid
             for port in paths.values():
                 wait_for(port)
             for port in paths.values():
                 timed_calls(port, 10)  # warm up connections and code paths
             samples: dict[str, list[float]] = {name: [] for name in paths}
+            cpu: dict[str, list[float]] = {name: [] for name in paths}  # seconds per call, a value per round
             for _ in range(a.rounds):
                 order = list(paths)
                 random.shuffle(order)
                 for name in order:
+                    before = cpu_seconds(pids[name])
                     samples[name] += timed_calls(paths[name], a.calls)
+                    cpu[name].append((cpu_seconds(pids[name]) - before) / a.calls)
         finally:
             for proc in procs:
                 proc.send_signal(signal.SIGINT)
@@ -128,10 +141,15 @@ def main() -> None:
         print(f"  {name:9} {median[name]:7.3f} ms{extra}")
     print(f"  ratio mcptape/mitmdump added latency: {added['mcptape'] / added['mitmdump']:.2f} with redaction, "
           f"{added['no-redact'] / added['mitmdump']:.2f} with --no-redact  (goal <= 1.10)")
+    cpu_us = {name: sum(values) / len(values) * 1e6 for name, values in cpu.items()}
+    print(f"  CPU per call, each process: " + "   ".join(f"{name} {us:.0f} us" for name, us in cpu_us.items()) +
+          f"; mcptape/mitmdump {cpu_us['mcptape'] / cpu_us['mitmdump']:.2f} with redaction, "
+          f"{cpu_us['no-redact'] / cpu_us['mitmdump']:.2f} with --no-redact")
     print(f"  tape: {records} records")
     figures.update(rounds=a.rounds, calls=a.calls, direct_ms=median["direct"], records=records,
                    **{f"{name.replace('-', '_')}_added_ms": ms for name, ms in added.items()},
-                   ratio=added["mcptape"] / added["mitmdump"], ratio_no_redact=added["no-redact"] / added["mitmdump"])
+                   ratio=added["mcptape"] / added["mitmdump"], ratio_no_redact=added["no-redact"] / added["mitmdump"],
+                   **{f"{name.replace('-', '_')}_cpu_us": us for name, us in cpu_us.items()})
     figures.emit()
 
 

@@ -47,8 +47,8 @@ def main() -> None:
         for _ in range(a.rounds):
             times["check"].append(timed([mcptape, "check", str(tape), "--fail-on", "never"]))
             for fmt in FORMATS:
-                times[fmt].append(timed([mcptape, "report", str(tape), "--format", fmt, "-o",
-                                         str(Path(tmp) / f"report.{fmt}")]))
+                times[fmt].append(timed([mcptape, "report", str(tape), "--format", fmt, "--force", "-o",
+                                         str(Path(tmp) / f"report.{fmt}")]))  # (each round replaces the last's)
         sizes = {fmt: (Path(tmp) / f"report.{fmt}").stat().st_size for fmt in FORMATS}
         check = statistics.median(times["check"])
         print(f"report of {count:,} records ({tape.stat().st_size / 1e6:.0f} MB, {a.records // 5:,} calls); "

@@ -11,13 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, jsonrpc, sse
 from .bounded import Bounded, body_limit
+
+if TYPE_CHECKING:  # a replay without --log imports this module, and needs no redactor
+    from ..redact.redactor import Redactor
 
 Body = bytes | Bounded  # a body whole, or as a streamed one was kept (a large one cut: capture/bounded.py)
 
@@ -227,13 +229,17 @@ class HttpCapture:
 
 
 class _Redacting:
-    """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place."""
+    """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place.
+    Headers and query parameters are the exception: the capture redacts them itself, as it reads the session from
+    them, so they are not read a second time (redaction is idempotent: the tape is the same)."""
+
+    _DONE = frozenset({"headers", "query"})
 
     def __init__(self, sink: RecordSink, redactor: Redactor) -> None:
         self.sink, self.redactor = sink, redactor
 
     def write(self, record: records.Record) -> None:
-        self.sink.write(self.redactor.record(record))
+        self.sink.write(self.redactor.record(record, self._DONE))
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,35 @@ import signal
 import sys
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import SplitResult
 
 from mitmproxy import exceptions, master, options
 from mitmproxy.addons import default_addons
 
 from .mitm import Recorder
+
+
+def settings(host: str, port: int, tape: str, *, append: bool, force: bool, record_all: bool, insecure: bool,
+             allow: dict, upstream: SplitResult | None = None, upstream_port: int | None = None) -> tuple[dict, str]:
+    """mitmproxy's options for a recording on host:port, and the path clients ask for: reverse mode in front of
+    `upstream` (its URL, split), else a regular proxy. The edits and the redaction go to the Recorder as objects."""
+    out: dict = {"listen_host": host, "listen_port": port, "mcptape_tape": tape, "mcptape_append": append,
+                 "mcptape_force": force, "mcptape_record_all": record_all, "ssl_insecure": insecure, **allow}
+    if upstream is None:
+        out["mode"] = ["regular"]
+        return out, ""
+    out["mode"] = [f"reverse:{upstream.scheme}://{url_host(upstream.hostname)}:{upstream_port}"]
+    # the request is read (and recorded) before the upstream is connected: if it is down, the tape still holds what
+    # the client asked, with an upstream-unreachable end
+    out["connection_strategy"] = "lazy"
+    if upstream.path not in ("", "/"):
+        out["mcptape_endpoint"] = [upstream.path]
+    return out, upstream.path + (f"?{upstream.query}" if upstream.query else "")
+
+
+def url_host(host: str) -> str:
+    """A host as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 class StartupError(Exception):

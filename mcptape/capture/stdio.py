@@ -52,6 +52,7 @@ _PIPES = (records.C2S, records.S2C, _STDERR)
 _RECORD = len(_PIPES)
 _HANDOVER = 1 << 20
 _NICE = 10  # the tape can wait; the relay cannot: on a busy machine the writer gets what the relay leaves
+_LIGHT = 4096  # a read of fewer bytes is light traffic (a message or a few); a bulk read never waits (below)
 _GATHER = 0.01  # seconds the tape writer lets frames gather between reads (fewer wake-ups, larger writes)
 _BACKLOG = 32  # reads of the hand-over (up to _HANDOVER bytes each) the tape writer may hold while it writes
 
@@ -383,7 +384,7 @@ class _TapeWriter:
 def _read_ahead(fd: int, reads: queue.Queue) -> None:
     while data := _read(fd, _HANDOVER):
         reads.put(data)
-        if len(data) < _CHUNK:
+        if len(data) < _LIGHT:
             time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
     reads.put(b"")
 

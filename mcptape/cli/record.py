@@ -168,29 +168,19 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
         if "already exists" in str(e):
             raise Failure(f"{output} already exists (use --append to add to it or --force to replace it)") from None
         raise
-    settings: dict = {  # the edits and the redaction go to the Recorder as objects
-        "listen_host": host, "listen_port": port, "mcptape_tape": output,
-        "mcptape_append": write_mode is WriteMode.APPEND, "mcptape_force": write_mode is WriteMode.FORCE,
-        "mcptape_record_all": record_all, "ssl_insecure": insecure, **allow,
-    }
-    path = ""
-    if mode is ProxyKind.REVERSE:
-        split, up_port = upstream.split, upstream.port
-        _check_reachable(split.hostname, up_port, upstream)
-        settings["mode"] = [f"reverse:{split.scheme}://{_host_for_url(split.hostname)}:{up_port}"]
-        # the request is read (and recorded) before the upstream is connected: if it is down, the tape still holds
-        # what the client asked, with an upstream-unreachable end
-        settings["connection_strategy"] = "lazy"
-        path = split.path + (f"?{split.query}" if split.query else "")
-        if split.path not in ("", "/"):
-            settings["mcptape_endpoint"] = [split.path]
-    else:
-        settings["mode"] = ["regular"]
+    reverse = mode is ProxyKind.REVERSE
+    if reverse:
+        _check_reachable(upstream.split.hostname, upstream.port, upstream)
+    from ..capture import proxy
+
+    settings, path = proxy.settings(
+        host, port, output, append=write_mode is WriteMode.APPEND, force=write_mode is WriteMode.FORCE,
+        record_all=record_all, insecure=insecure, allow=allow, upstream=upstream.split if reverse else None,
+        upstream_port=upstream.port if reverse else None)
     check_free(host, port)
 
     import asyncio
 
-    from ..capture import proxy
     from ..capture.mitm import Recorder
 
     existed = target.exists
@@ -204,7 +194,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     recorder = Recorder(watch=view.write if view is not None else None, editor=editor, redactor=redactor)
 
     def ready(addrs: list[tuple[str, int]]) -> None:
-        bound = f"http://{_host_for_url(host)}:{addrs[0][1]}"
+        bound = f"http://{proxy.url_host(host)}:{addrs[0][1]}"
         announced = Ready(f"{bound}{path or '/'}" if mode is ProxyKind.REVERSE else bound, mode, bound, output)
         if ready_fd is not None:
             _announce(ready_fd, announced)
@@ -255,7 +245,3 @@ def _check_reachable(host: str, port: int, url: str) -> None:
     except OSError as e:
         reason = e.strerror or str(e) or type(e).__name__
         raise Failure(f"cannot reach upstream {url}: {reason.lower()} (is the server running?)") from None
-
-
-def _host_for_url(host: str) -> str:
-    return f"[{host}]" if ":" in host else host

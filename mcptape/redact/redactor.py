@@ -63,10 +63,11 @@ class Redactor:
     def json(self, value: Any) -> Any:
         return self._scrub.json(value, []) if self.enabled else value
 
-    def record(self, record: dict) -> dict:
+    def record(self, record: dict, done: frozenset[str] = frozenset()) -> dict:
         """A record with everything secret in it replaced (a copy where something changed; the same otherwise).
-        Idempotent: pseudonyms are left as they are, so a redacted tape can be redacted again."""
-        return self._scrub.record(record) if self.enabled else record
+        Idempotent: pseudonyms are left as they are, so a redacted tape can be redacted again; `done` names fields
+        the caller already passed through this redactor, which are then not read again."""
+        return self._scrub.record(record, done) if self.enabled else record
 
     def describe(self) -> dict:
         """What the tape says about its own redaction (names only, never values)."""

@@ -71,11 +71,12 @@ class Scrub:
 
     # -- records ---------------------------------------------------------------------------------------------------
 
-    def record(self, record: dict) -> dict:
+    def record(self, record: dict, done: frozenset[str] = frozenset()) -> dict:
+        """`done`: fields the caller already redacted (the result is the same: redaction is idempotent)."""
         out = None
         for name, value in record.items():
             how = FIELDS.get(name)
-            if how is None or value is None:
+            if how is None or value is None or name in done:
                 continue
             if how is TEXT:
                 new = self.text(value, [name]) if isinstance(value, str) and len(value) >= SHORTEST else value

@@ -60,7 +60,6 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     from .. import TOOL
     from ..capture.http import HttpCapture, Scope
     from ..guard import Guard
-    from ..redact.redactor import Redactor
     from ..tape import records
     from ..tape.file import Writer
     from .http import HttpReplay
@@ -75,6 +74,8 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         replayer = Replayer(load(tape), list(ignore), editor)
     writer = capture = None
     if log is not None:
+        from ..redact.redactor import Redactor  # only here: a replay without a log starts without it
+
         redactor = Redactor()
         writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()), log_mode)  # "force" replaces
         capture = HttpCapture(writer, redactor, Scope(set(replayer.recording.paths)))
