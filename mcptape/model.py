@@ -34,7 +34,7 @@ from .wire import http, jsonrpc
 
 _NEW = State.NEW
 _C2S, _S2C = records.C2S, records.S2C
-_id_key = jsonrpc.id_key
+_id_key = jsonrpc.id_key  # a string or an integer is its own key: the hot paths below call it for anything else
 
 
 class Model:
@@ -88,7 +88,7 @@ class Model:
         noted, settled, over = self._noted_observers, self._settled_now, self._over
         for seq, record in enumerate(items):
             kind = record.get("kind")
-            seen = Seen(name, seq, record, kind, record.get("t", 0.0))
+            seen = Seen(name, seq, record, kind, record.get("t", 0.0), record.get("msg"))
             handler, watchers = plans.get(kind, unknown)
             if handler is not None:
                 handler(seen, settled)
@@ -205,7 +205,9 @@ class Model:
     def _http_request(self, seen: Seen, settled: list[Call]) -> None:
         r = seen.record
         headers = r.get("headers") or []
-        version = _text(r.get("protocol_version"))
+        version = r.get("protocol_version")
+        if not isinstance(version, str):  # (_text, inlined: it runs for every request)
+            version = None
         sent = r.get("session")
         session: Session | None = None
         if sent and self._legacy_paths and r.get("path") in self._legacy_paths:
@@ -262,8 +264,8 @@ class Model:
         if ex.msg is not None and not ex.calls_known:
             # the request that opened the session (initialize) is read now that its session is known
             ex.calls_known = True
-            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, records.HTTP_REQUEST, ex.t, session,
-                           ex)
+            request = Seen(self.tape, ex.seq, {"t": ex.t, "injected": ex.injected}, records.HTTP_REQUEST, ex.t, None,
+                           session, ex)
             self._messages(request, session, records.C2S, ex.msg, ex, settled)
         if "msg" in r:
             self._messages(seen, session, records.S2C, r["msg"], ex, settled)
@@ -354,7 +356,7 @@ class Model:
         ident = msg["id"]
         call = Call(self.tape, session, direction, ident, msg["method"], msg, seen.seq, seen.t, ex,
                     injected=bool(seen.record.get("injected")))
-        key = call.key = (id(session), direction, _id_key(ident))
+        key = call.key = (id(session), direction, ident if type(ident) is str or type(ident) is int else _id_key(ident))
         params = msg.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = None
@@ -372,7 +374,8 @@ class Model:
             seen.note(DuplicateRequest(earlier))
         calls[key] = call
         if token is not None:
-            call.token_key = token_key = (id(session), _id_key(token))
+            call.token_key = token_key = (id(session), token if type(token) is str or type(token) is int
+                                          else _id_key(token))
             self._progress_tokens[token_key] = call
         if call.method == "initialize":
             session.initialized = False
@@ -383,7 +386,7 @@ class Model:
             seen.note(ResponseOnGetStream(msg))
         asked = _C2S if direction == _S2C else _S2C
         ident = msg.get("id")
-        key = (id(session), asked, _id_key(ident))
+        key = (id(session), asked, ident if type(ident) is str or type(ident) is int else _id_key(ident))
         call = self._calls.get(key)
         if call is None:
             if ident is None and ex is not None:
@@ -416,7 +419,8 @@ class Model:
         if not isinstance(params, dict):
             params = _EMPTY
         if method == "notifications/progress":
-            key = (id(session), _id_key(params.get("progressToken")))
+            token = params.get("progressToken")
+            key = (id(session), token if type(token) is str or type(token) is int else _id_key(token))
             call = self._progress_tokens.get(key)
             if call is not None:
                 entry = (seen.seq, seen.t, params.get("progress"))

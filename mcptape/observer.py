@@ -16,15 +16,16 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Seen:
-    """A record as the model understands it: where it sits, which session and exchange it belongs to, and the
-    facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late answer,
-    progress after the answer, an answer on the GET stream, a malformed message)."""
+    """A record as the model understands it: where it sits, its message, which session and exchange it belongs to,
+    and the facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late
+    answer, progress after the answer, an answer on the GET stream, a malformed message)."""
 
     tape: str
     seq: int
     record: dict
     kind: Any  # the record's kind (records.KINDS; anything in a hostile tape)
     t: float = 0.0
+    msg: Any = None  # the record's message (or batch), read once for every observer: record.get("msg")
     session: Session | None = None
     exchange: Exchange | None = None
     notes: tuple[Fact, ...] = ()

@@ -190,7 +190,7 @@ class DeadIds(Observer):
     # -- issued ----------------------------------------------------------------------------------------------------
 
     def record(self, seen: Seen, model: Model) -> None:
-        msg = seen.record.get("msg")
+        msg = seen.msg
         if msg is None or seen.session is None:
             return None
         ex = seen.exchange

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,29 +39,28 @@ class _Server:
     client: dict = field(default_factory=dict)  # the client's capabilities (empty: none declared, or not seen)
 
 
-def content_items(method: str, response: dict | None) -> Iterator[dict]:
+def content_items(method: str, response: dict | None) -> list[dict]:
     """The content items a call's answer carried: a tool's result, a prompt's messages, sampling's answer (whoever
-    answered sent them)."""
+    answered sent them). A list, not a generator: it runs for every call a tape makes."""
     result = response.get("result") if isinstance(response, dict) else None
     if not isinstance(result, dict):
-        result = {}
-    if method == "tools/call":
-        yield from _items(result.get("content"))
-    elif method == "prompts/get":
-        for message in list_of(result.get("messages")):
-            yield from _items(message.get("content") if isinstance(message, dict) else None)
-    elif method == "sampling/createMessage":
-        yield from _items(result.get("content"))
+        return []
+    if method == "tools/call" or method == "sampling/createMessage":
+        return _items(result.get("content"))
+    if method == "prompts/get":
+        return [item for message in list_of(result.get("messages"))
+                for item in _items(message.get("content") if isinstance(message, dict) else None)]
+    return []
 
 
 def list_of(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
-def _items(content: Any) -> Iterator[dict]:
-    for item in content if isinstance(content, list) else [content]:
-        if isinstance(item, dict):
-            yield item
+def _items(content: Any) -> list[dict]:
+    if isinstance(content, list):
+        return [item for item in content if isinstance(item, dict)]
+    return [content] if isinstance(content, dict) else []
 
 
 def is_base64(data: Any) -> bool:
@@ -84,9 +82,8 @@ class Features(Observer):
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         """The server's notifications a feature judges: a log message's level, a resource update."""
-        r = seen.record
-        msg = r.get("msg")
-        if type(msg) is not dict or r.get("dir") != records.S2C:
+        msg = seen.msg
+        if type(msg) is not dict or seen.record.get("dir") != records.S2C:
             return None
         method = msg.get("method")
         if method == "notifications/message":
@@ -427,7 +424,7 @@ def _sampling(call: Call, state: _Server, response: dict) -> list[Finding]:
     for message in list_of(params.get("messages")):
         if not isinstance(message, dict):
             continue
-        items = list(_items(message.get("content")))
+        items = _items(message.get("content"))
         kinds = {item.get("type") for item in items}
         if pending is not None:
             answered = {item.get("toolUseId") for item in items if item.get("type") == "tool_result"}

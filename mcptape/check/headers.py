@@ -40,7 +40,7 @@ class StandardHeaders(Observer):
                     self.mirrored[tool["name"]] = mirrored_arguments(tool.get("inputSchema"))
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        msg = seen.record.get("msg")
+        msg = seen.msg
         if (seen.session is None or seen.session.transport != STATELESS or seen.exchange is None
                 or not isinstance(msg, dict) or not isinstance(msg.get("method"), str)):
             return None

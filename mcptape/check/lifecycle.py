@@ -46,7 +46,7 @@ class Lifecycle(Observer):
         self.tokens: dict[tuple, Any] = {}  # (id(session), token) -> the request id asking progress under it
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
-        msg = seen.record.get("msg")
+        msg = seen.msg
         if type(msg) is dict:  # the common case, kept cheap: it runs for every message of the tape
             method = msg.get("method")
             if type(method) is not str:

@@ -82,7 +82,7 @@ class Modern(Observer):
         session = seen.session
         if session is None or session.version != REVISION:
             return None
-        msg = seen.record.get("msg")
+        msg = seen.msg
         if type(msg) is not dict:
             return None
         method = msg.get("method")

@@ -184,14 +184,15 @@ class Sessions(Observer):
 
     def _request(self, seen: Seen) -> list[Finding]:
         found: list[Finding] = []
-        ex, r = seen.exchange, seen.record
-        msg = r.get("msg") if isinstance(r.get("msg"), dict) else {}
+        ex = seen.exchange
+        msg = seen.msg if isinstance(seen.msg, dict) else {}
         method = msg.get("method")
         session = seen.session
         if session is not None and session.transport == STREAMABLE and ex.sent_session == session.label:
-            if session.dead is not None and ex.method in ("POST", "GET"):
+            life = session.life  # (read once: each request asks it twice)
+            if life.dead is not None and ex.method in ("POST", "GET"):
                 self.reuse.setdefault(id(session), (session, []))[1].append((seen.seq, seen.t))
-            if session.midway and self._once("capture-incomplete", session):
+            if life.midway and self._once("capture-incomplete", session):
                 found.append(about_record("capture-incomplete", "info", seen,
                                           f"the recording began after session {session.label} was opened: what "
                                           f"came before is not in the tape", spec.CAPTURE, method, msg.get("id"),
@@ -250,7 +251,7 @@ class Sessions(Observer):
         return True
 
     def _stdio_order(self, seen: Seen) -> list[Finding]:
-        msg = seen.record.get("msg")
+        msg = seen.msg
         session = seen.session
         if (isinstance(msg, dict) and seen.record.get("dir") == records.C2S and jsonrpc.kind(msg) == "request"
                 and session is not None and not session.initialized

@@ -49,10 +49,23 @@ def _accepts(headers: list, *types: str) -> tuple[str, ...]:
 _LOOPBACK = Guard()  # the check mcptape's own servers make: no listen address, nothing allowed but loopback
 
 
+_ASKED: tuple[list | None, str | None] = (None, None)  # the headers asked about last, and the answer
+
+
 def foreign_origin(headers: list) -> str | None:
     """The Origin of a request that a server on loopback must refuse: a web page of another site (not http(s) on a
     loopback name, or `null`), sent to a loopback Host (the server is local: what DNS rebinding reaches). None for
     a request without Origin (not a browser) or without Host (where the server is, the tape does not say)."""
+    global _ASKED
+    asked = _ASKED
+    if asked[0] is headers:  # the same request's, asked again (check --requirements asks twice for each)
+        return asked[1]
+    found = _foreign_origin(headers)
+    _ASKED = (headers, found)
+    return found
+
+
+def _foreign_origin(headers: list) -> str | None:
     origin = host = None
     for key, value in headers:  # one pass, without lower-casing every other header's name
         if len(key) == 6 and key.lower() == "origin":
@@ -82,10 +95,11 @@ class StreamableHttp(Observer):
             if seen.session is not None and seen.session.transport == LEGACY_SSE:
                 return None
             return self._request(seen) or None
-        found = self._origin(seen) if self.foreign else []
+        found = self._origin(seen) if self.foreign else None
         if seen.session is not None and seen.session.transport == LEGACY_SSE:
             return found or None
-        return (found + self._response(seen)) or None
+        more = self._response(seen)
+        return (found + more if found else more) or None
 
     def _origin(self, seen: Seen) -> list[Finding]:
         ex = seen.exchange

@@ -51,6 +51,7 @@ class Exercise(Observer):
         self._tape: str | None = None
         self._facts: set[str] = set()
         self._sessions: dict[int, Session] = {}
+        self._last: Session | None = None  # the session of the record before: filed already
         self._cursors: dict[int, set] = {}  # per session: the cursors the server issued
         self._outputs: dict[int, set] = {}  # per session: the tools listed with an outputSchema
 
@@ -58,27 +59,36 @@ class Exercise(Observer):
         self._tape = tape
         self._facts = self.facts.setdefault(tape, {"record"})
         self._sessions = self.sessions.setdefault(tape, {})
+        self._last = None
 
     def record(self, seen: Seen, model: Model) -> None:
+        # It runs for every record of the tape: a fact already known is not worked out again, and a single
+        # message (the common case) is read without a call more.
         if seen.tape != self._tape:
             self._on(seen.tape)
         facts, r = self._facts, seen.record
         session = seen.session
-        if session is not None and id(session) not in self._sessions:
-            self._sessions[id(session)] = session
+        if session is not self._last and session is not None:
+            self._last = session
+            self._sessions.setdefault(id(session), session)
         kind = seen.kind
         ex = seen.exchange
         if kind == records.HTTP_REQUEST:
             facts.add(_fact("http:", str(r.get("method"))))
-            if ex is not None and isinstance(ex.version_header, str) and not is_revision(ex.version_header):
-                facts.add("bad-version-header")
+            if ex is not None:
+                if isinstance(ex.version_header, str) and not is_revision(ex.version_header):
+                    facts.add("bad-version-header")
+                if "foreign-origin" not in facts and foreign_origin(ex.headers) is not None:
+                    facts.add("foreign-origin")
             if r.get("session"):
                 facts.add("session-id")
-            if ex is not None and foreign_origin(ex.headers) is not None:
-                facts.add("foreign-origin")
             if ex is not None and ex.method == "POST" and ex.msg is not None:
-                kinds = {jsonrpc.kind(m) for m in jsonrpc.messages(ex.msg)}
-                facts.add("post-request" if "request" in kinds else "post-notification")
+                body = ex.msg
+                if type(body) is dict:
+                    request = type(body.get("method")) is str and "id" in body
+                else:
+                    request = "request" in {jsonrpc.kind(m) for m in jsonrpc.messages(body)}
+                facts.add("post-request" if request else "post-notification")
         elif kind == records.HTTP_RESPONSE:
             status = r.get("status") or 0
             if status >= 400:
@@ -94,22 +104,28 @@ class Exercise(Observer):
                 facts.add("legacy-channel")
         elif kind == records.STDIO_EOF:
             facts.add("stdio-eof")
-        msg = r.get("msg")
+        msg = seen.msg
         if msg is None:
             return None
-        direction = r.get("dir", records.C2S)
+        client = r.get("dir", records.C2S) == records.C2S
         facts.add("message")
-        for item in jsonrpc.messages(msg):
+        for item in (msg,) if type(msg) is dict else jsonrpc.messages(msg):
             k = jsonrpc.kind(item)
             facts.add(k)
             if k == "request" or k == "notification":
-                facts.add(_fact("m:", item["method"]))
-                if direction == records.C2S:
+                method = item["method"]
+                name = _METHODS.get(method)
+                if name is None:
+                    name = "m:" + method
+                    if len(_METHODS) < 4096:  # bounded, as _FACTS
+                        _METHODS[method] = name
+                facts.add(name)
+                if client:
                     if session is not None:
                         facts.add("first-message")
                 elif k == "request":
                     facts.add("server-request")
-                if k == "request" and jsonrpc.progress_token(item) is not None:
+                if k == "request" and "progress-token" not in facts and jsonrpc.progress_token(item) is not None:
                     facts.add("progress-token")
         return None
 
@@ -127,7 +143,7 @@ class Exercise(Observer):
             self._modern(call)
         if method not in _FEATURES or not isinstance(response, dict):
             return None
-        facts = self.facts.setdefault(call.tape, {"record"})
+        facts = self._facts if call.tape == self._tape else self.facts.setdefault(call.tape, {"record"})
         result = response.get("result")
         params = (call.request or {}).get("params")
         params = params if isinstance(params, dict) else {}
@@ -173,7 +189,7 @@ class Exercise(Observer):
 
     def _modern(self, call: Call) -> None:
         """2026-07-28's facts: a multi round-trip request's interim result and its retry, a trace context."""
-        facts = self.facts.setdefault(call.tape, {"record"})
+        facts = self._facts if call.tape == self._tape else self.facts.setdefault(call.tape, {"record"})
         params = (call.request or {}).get("params")
         if isinstance(params, dict):
             if "inputResponses" in params or "requestState" in params:
@@ -186,6 +202,7 @@ class Exercise(Observer):
 
 
 _FACTS: dict = {}
+_METHODS: dict[str, str] = {}  # method -> its fact ("m:" + method), made once: one on every message
 
 
 def _fact(prefix: str, value: object) -> str:

@@ -86,3 +86,25 @@ def test_an_answer_on_the_standalone_stream_and_a_superseded_session():
     assert any(isinstance(f, ResponseOnGetStream) and f.msg["id"] == id_ for f in facts)
     steps = [f.step.kind for f in facts if isinstance(f, SessionTransition)]
     assert steps[0] == OPENED and steps[1] == REFUSED and steps[2:] == [SUPERSEDED, OPENED]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "streamable-http", "http+sse"])
+def test_each_record_comes_with_its_message_read_once(transport):
+    """Seen.msg is the record's message (or batch), the one view every observer reads; None when it has none."""
+
+    class Messages(Observer):
+        def __init__(self) -> None:
+            self.seen: list = []
+
+        def record(self, seen, model):
+            self.seen.append((seen.msg, seen.record.get("msg")))
+
+    tape = Conversation(transport=transport)
+    tape.initialize()
+    tape.call("tools/call", {"name": "ok"})
+    tape.raw({"kind": records.STDIO_STDERR, "t": 1.0, "line": "log"})
+    w = Messages()
+    list(Model([w]).feed_tape(tape.name, tape.records))
+    assert len(w.seen) == len(tape.records)
+    assert all(mine is theirs for mine, theirs in w.seen)
+    assert any(mine is not None for mine, _ in w.seen) and any(mine is None for mine, _ in w.seen)
