@@ -12,31 +12,19 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..model import Call, Model, Observer, Seen
 from ..tape import records
+from .feature_requests import (ASKED, LEVELS, ServerState, answered_not, form, items_of, list_of, remember_prompts,
+                               resources_listed, schema_problem, templates_listed, unvalidated, validator_for)
 from .finding import Finding, broke, broke_call
 
 LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _MIME = re.compile(r"[\w.+-]+/[\w.+-]+(\s*;.*)?")
 _MAX_CURSORS = 10_000  # cursors remembered per session: a listing of a few pages at a time
-
-
-@dataclass(slots=True)
-class _Server:
-    outputs: dict[str, Any] = field(default_factory=dict)  # tool name -> its outputSchema
-    validators: dict[str, Any] = field(default_factory=dict)  # tool name -> compiled validator (on first use)
-    listing: set[str] = field(default_factory=set)  # tool names of the listing in progress (pages)
-    inputs: dict[str, Any] = field(default_factory=dict)  # tool name -> its inputSchema
-    input_validators: dict[str, Any] = field(default_factory=dict)
-    cursors: set[str] = field(default_factory=set)
-    prompts: dict[str, tuple] = field(default_factory=dict)  # prompt name -> its required arguments
-    subscribed: set[str] = field(default_factory=set)  # resource uris the client subscribed to
-    client: dict = field(default_factory=dict)  # the client's capabilities (empty: none declared, or not seen)
 
 
 def content_items(method: str, response: dict | None) -> list[dict]:
@@ -46,21 +34,11 @@ def content_items(method: str, response: dict | None) -> list[dict]:
     if not isinstance(result, dict):
         return []
     if method == "tools/call" or method == "sampling/createMessage":
-        return _items(result.get("content"))
+        return items_of(result.get("content"))
     if method == "prompts/get":
         return [item for message in list_of(result.get("messages"))
-                for item in _items(message.get("content") if isinstance(message, dict) else None)]
+                for item in items_of(message.get("content") if isinstance(message, dict) else None)]
     return []
-
-
-def list_of(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _items(content: Any) -> list[dict]:
-    if isinstance(content, list):
-        return [item for item in content if isinstance(item, dict)]
-    return [content] if isinstance(content, dict) else []
 
 
 def is_base64(data: Any) -> bool:
@@ -78,7 +56,7 @@ class Features(Observer):
     kinds = frozenset({records.STDIO_LINE, records.SSE_EVENT})
 
     def __init__(self) -> None:
-        self.sessions: dict[int, _Server] = {}
+        self.sessions: dict[int, ServerState] = {}
 
     def record(self, seen: Seen, model: Model) -> list[Finding] | None:
         """The server's notifications a feature judges: a log message's level, a resource update."""
@@ -106,7 +84,7 @@ class Features(Observer):
             return None
         state = self.sessions.get(id(call.session))
         if state is None:
-            state = self.sessions[id(call.session)] = _Server()
+            state = self.sessions[id(call.session)] = ServerState()
         response = call.response if isinstance(call.response, dict) else {}
         found: list[Finding] = []
         if method == "initialize":
@@ -116,8 +94,8 @@ class Features(Observer):
             return None
         if method == "elicitation/create":
             return self._elicitation(call, state) or None
-        if method in _ASKED:
-            found += _ASKED[method](call, state, response)
+        if method in ASKED:
+            found += ASKED[method](call, state, response)
         if method in LISTS:
             found += self._cursor(call, state, method, response)
         result = response.get("result")
@@ -128,11 +106,11 @@ class Features(Observer):
         elif method == "tools/call":
             return self._tool_result(call, state, result) or None
         elif method == "prompts/list":
-            _prompts(state, result)
+            remember_prompts(state, result)
         elif method == "resources/list":
-            found += _resources(call, result)
+            found += resources_listed(call, result)
         elif method == "resources/templates/list":
-            found += _templates(call, result)
+            found += templates_listed(call, result)
         elif method == "resources/read":
             for content in list_of(result.get("contents")):
                 if isinstance(content, dict) and "blob" in content and not is_base64(content["blob"]):
@@ -144,7 +122,7 @@ class Features(Observer):
                 found += self._item(call, item)
         return found or None
 
-    def _tools(self, call: Call, state: _Server, result: dict) -> list[Finding]:
+    def _tools(self, call: Call, state: ServerState, result: dict) -> list[Finding]:
         found: list[Finding] = []
         params = (call.request or {}).get("params")
         if not (isinstance(params, dict) and params.get("cursor")):
@@ -168,12 +146,12 @@ class Features(Observer):
                     state.outputs[name] = tool["outputSchema"]
                 if isinstance(tool.get("inputSchema"), dict):
                     state.inputs[name] = tool["inputSchema"]
-            problem = _schema_problem(tool.get("inputSchema"))
+            problem = schema_problem(tool.get("inputSchema"))
             if problem:
                 found += broke_call("tool-input-schema", call, f"the inputSchema of {name!r:.80} {problem}")
         return found
 
-    def _tool_result(self, call: Call, state: _Server, result: dict) -> list[Finding]:
+    def _tool_result(self, call: Call, state: ServerState, result: dict) -> list[Finding]:
         found: list[Finding] = []
         if "isError" in result and type(result["isError"]) is not bool:
             found += broke_call("tool-is-error-boolean", call, f"isError is {result['isError']!r:.40}, not a boolean")
@@ -193,7 +171,7 @@ class Features(Observer):
         params = (call.request or {}).get("params")
         name = params.get("name") if isinstance(params, dict) else None
         if isinstance(name, str) and name in state.inputs and result.get("isError") is not True:
-            found += _unvalidated(call, state, name, params.get("arguments"))
+            found += unvalidated(call, state, name, params.get("arguments"))
         if not state.outputs:
             return found
         schema = state.outputs.get(name) if isinstance(name, str) else None
@@ -204,7 +182,7 @@ class Features(Observer):
                                       f"its result has no structuredContent")
         validator = state.validators.get(name)
         if validator is None:
-            validator = state.validators[name] = _validator(schema)
+            validator = state.validators[name] = validator_for(schema)
         if validator is not None:
             try:
                 error = next(iter(validator.iter_errors(structured)), None)
@@ -240,7 +218,7 @@ class Features(Observer):
         return []
 
     @staticmethod
-    def _cursor(call: Call, state: _Server, method: str, response: dict) -> list[Finding]:
+    def _cursor(call: Call, state: ServerState, method: str, response: dict) -> list[Finding]:
         found: list[Finding] = []
         params = (call.request or {}).get("params")
         cursor = params.get("cursor") if isinstance(params, dict) else None
@@ -260,12 +238,12 @@ class Features(Observer):
         return found
 
     @staticmethod
-    def _elicitation(call: Call, state: _Server) -> list[Finding]:
+    def _elicitation(call: Call, state: ServerState) -> list[Finding]:
         params = (call.request or {}).get("params")
         if not isinstance(params, dict):
             return []
         if params.get("mode", "form") == "form":
-            return _form(call, params)
+            return form(call, params)
         if params.get("mode") != "url":
             return []
         found: list[Finding] = []
@@ -288,214 +266,3 @@ _ITEMS = frozenset({"image", "audio", "resource", "resource_link"})
 _JUDGED = LISTS | {"initialize", "tools/call", "resources/read", "prompts/get", "sampling/createMessage",
                    "elicitation/create", "logging/setLevel", "completion/complete", "roots/list", "resources/subscribe",
                    "resources/unsubscribe"}
-LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_MAX_REMEMBERED = 10_000  # prompts and subscriptions remembered per session
-
-
-def _params(call: Call) -> dict:
-    params = (call.request or {}).get("params")
-    return params if isinstance(params, dict) else {}
-
-
-def answered_not(response: dict, code: int) -> str | None:
-    """How a request the spec wants refused with `code` was answered otherwise (None: with that code, or not yet)."""
-    error = response.get("error")
-    if "result" in response:
-        return "a result"
-    if isinstance(error, dict) and error.get("code") != code:
-        return f"error {error.get('code')!r:.20}"
-    return None
-
-
-def _prompts(state: _Server, result: dict) -> None:
-    for prompt in list_of(result.get("prompts")):
-        if isinstance(prompt, dict) and isinstance(prompt.get("name"), str) and len(state.prompts) < _MAX_REMEMBERED:
-            state.prompts[prompt["name"]] = tuple(
-                a["name"] for a in list_of(prompt.get("arguments"))
-                if isinstance(a, dict) and a.get("required") is True and isinstance(a.get("name"), str))
-
-
-def _resources(call: Call, result: dict) -> list[Finding]:
-    for resource in list_of(result.get("resources")):
-        uri = resource.get("uri") if isinstance(resource, dict) else None
-        if isinstance(uri, str) and not _SCHEME.match(uri):
-            return broke_call("resource-uri-scheme", call, f"the resource uri {uri[:80]!r} has no URI scheme")
-    return []
-
-
-def _templates(call: Call, result: dict) -> list[Finding]:
-    for template in list_of(result.get("resourceTemplates")):
-        template = template if isinstance(template, dict) else {}
-        missing = [k for k in ("uriTemplate", "name") if not isinstance(template.get(k), str)]
-        if missing:
-            return broke_call("resource-template-fields", call, f"a resource template without a string "
-                              f"{' nor '.join(missing)}")
-    return []
-
-
-def _unvalidated(call: Call, state: _Server, name: str, arguments: Any) -> list[Finding]:
-    validator = state.input_validators.get(name)
-    if validator is None:
-        validator = state.input_validators[name] = _validator(state.inputs[name]) or False
-    if validator is False:
-        return []
-    try:
-        error = next(iter(validator.iter_errors(arguments if arguments is not None else {})), None)
-    except Exception:  # noqa: BLE001 - a $ref that cannot be resolved offline, a schema too deep: not judged
-        error = None
-    if error is None:
-        return []
-    return broke_call("tool-inputs-validated", call, f"the server ran {name!r:.80} on arguments its inputSchema "
-                      f"refuses ({error.message[:100]}) and answered with a success result")
-
-
-def _get_prompt(call: Call, state: _Server, response: dict) -> list[Finding]:
-    params = _params(call)
-    name = params.get("name")
-    required = state.prompts.get(name) if isinstance(name, str) else None
-    given = params.get("arguments")
-    given = given if isinstance(given, dict) else {}
-    missing = [a for a in required or () if a not in given]
-    found: list[Finding] = []
-    said = answered_not(response, -32602) if missing else None
-    if said:
-        found += broke_call("prompt-errors-invalid-params", call, f"prompts/get without the required argument "
-                            f"{missing[0][:60]!r} answered with {said}, not -32602")
-    result = response.get("result")
-    for message in list_of(result.get("messages") if isinstance(result, dict) else None):
-        role = message.get("role") if isinstance(message, dict) else None
-        if role not in ("user", "assistant"):
-            found += broke_call("prompt-message-role", call, f"a prompt message whose role is {role!r:.40}")
-            break
-    return found
-
-
-def _set_level(call: Call, state: _Server, response: dict) -> list[Finding]:
-    level = _params(call).get("level")
-    if isinstance(level, str) and level in LEVELS:
-        return []
-    found = broke_call("log-level-valid", call, f"logging/setLevel asks for the level {level!r:.40}")
-    said = answered_not(response, -32602)
-    if said:
-        found += broke_call("log-level-invalid-params", call, f"the server answered logging/setLevel {level!r:.40} "
-                            f"with {said}, not -32602")
-    return found
-
-
-def _complete(call: Call, state: _Server, response: dict) -> list[Finding]:
-    result = response.get("result")
-    if not isinstance(result, dict):
-        return []
-    completion = result.get("completion")
-    values = completion.get("values") if isinstance(completion, dict) else None
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        return broke_call("completion-result-fields", call, "the completion/complete result has no completion.values "
-                          "array of strings")
-    if len(values) > 100:
-        return broke_call("completion-values-max", call, f"the completion/complete result has {len(values)} values")
-    return []
-
-
-def _roots(call: Call, state: _Server, response: dict) -> list[Finding]:
-    result = response.get("result")
-    if isinstance(result, dict):
-        for root in list_of(result.get("roots")):
-            uri = root.get("uri") if isinstance(root, dict) else None
-            if not (isinstance(uri, str) and uri.startswith("file://")):
-                return broke_call("root-uri-file", call, f"the root {uri!r:.80} is not a file:// URI")
-        return []
-    error = response.get("error")
-    if state.client.get("roots") is None and isinstance(error, dict) and error.get("code") != -32601:
-        return broke_call("roots-errors-method-not-found", call, f"a client without roots answered roots/list with "
-                          f"error {error.get('code')!r:.20}, not -32601")
-    return []
-
-
-def _sampling(call: Call, state: _Server, response: dict) -> list[Finding]:
-    params = _params(call)
-    found: list[Finding] = []
-    context = params.get("includeContext")
-    sampling = state.client.get("sampling")
-    if context in ("thisServer", "allServers") and not (isinstance(sampling, dict) and "context" in sampling):
-        found += broke_call("sampling-include-context", call, f"includeContext {context} to a client whose sampling "
-                            f"capability has no context")
-    pending: set | None = None  # the tool use ids the previous assistant message left to answer
-    for message in list_of(params.get("messages")):
-        if not isinstance(message, dict):
-            continue
-        items = _items(message.get("content"))
-        kinds = {item.get("type") for item in items}
-        if pending is not None:
-            answered = {item.get("toolUseId") for item in items if item.get("type") == "tool_result"}
-            if message.get("role") != "user" or kinds != {"tool_result"} or not pending <= answered:
-                found += broke_call("sampling-tool-use-answered", call, "an assistant message's tool_use is not "
-                                    "followed by a user message of tool_result items answering each of its ids")
-            pending = None
-        if message.get("role") == "user" and "tool_result" in kinds and kinds != {"tool_result"}:
-            found += broke_call("sampling-tool-results-only", call, f"a user message mixes tool_result with "
-                                f"{', '.join(sorted(str(k) for k in kinds - {'tool_result'}))[:60]}")
-        if message.get("role") == "assistant" and "tool_use" in kinds:
-            pending = {item.get("id") for item in items if item.get("type") == "tool_use"}
-    return found
-
-
-def _form(call: Call, params: dict) -> list[Finding]:
-    """A form-mode elicitation: its requestedSchema, and that schema flat (primitive properties only)."""
-    schema = params.get("requestedSchema")
-    if not isinstance(schema, dict):
-        return broke_call("elicitation-form-fields", call, "a form-mode elicitation without a requestedSchema object")
-    properties = schema.get("properties")
-    for name, prop in (properties.items() if isinstance(properties, dict) else ()):
-        if not isinstance(prop, dict):
-            continue
-        items = prop.get("items")
-        nested = prop.get("type") == "object" or "properties" in prop or (
-            prop.get("type") == "array" and not (isinstance(items, dict) and ("enum" in items or "anyOf" in items)))
-        if nested:  # (an array of enum values is 2025-11-25's multi-select: primitive)
-            return broke_call("elicitation-schema-flat", call, f"the requested property {name!r:.60} is not "
-                              f"primitive (a nested object or a free array)")
-    return []
-
-
-def _subscribe(call: Call, state: _Server, response: dict) -> list[Finding]:
-    uri = _params(call).get("uri")
-    if isinstance(uri, str) and "result" in response:
-        if call.method == "resources/unsubscribe":
-            state.subscribed.discard(uri)
-        elif len(state.subscribed) < _MAX_REMEMBERED:
-            state.subscribed.add(uri)
-    return []
-
-
-_ASKED = {"prompts/get": _get_prompt, "logging/setLevel": _set_level, "completion/complete": _complete,
-          "roots/list": _roots, "sampling/createMessage": _sampling, "resources/subscribe": _subscribe,
-          "resources/unsubscribe": _subscribe}
-
-
-def _schema_problem(schema: Any) -> str | None:
-    if not isinstance(schema, dict):
-        return f"is {type(schema).__name__ if schema is not None else 'null'}, not a JSON Schema object"
-    import jsonschema  # only when a tape lists tools
-
-    try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as e:
-        return f"is not a valid JSON Schema: {e.message[:120]}"
-    except Exception:  # noqa: BLE001 - a schema too deep to check: not judged
-        return None
-    return None
-
-
-def _validator(schema: dict) -> Any:
-    """A validator for the schema's own dialect (2020-12 when it names none); None when the schema is not valid (the
-    tool-input-schema kind of problem: nothing to validate against)."""
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except Exception:  # noqa: BLE001 - invalid, or too deep to check
-        return None
-    return cls(schema)
-

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model import Call, Model, Observer, Seen
 from ..tape import records
-from .features import answered_not
+from .feature_requests import answered_not
 from .finding import Finding, broke, broke_call
 
 REVISION = "2026-07-28"

@@ -23,7 +23,8 @@ from ..model import DELETED, EXPIRED, REFUSED, Call, Model, Observer, Seen, Sess
 from ..tape import records
 from ..wire import jsonrpc
 from .requirements import REGISTRY, Requirement
-from .features import LISTS, content_items, list_of
+from .feature_requests import list_of
+from .features import LISTS, content_items
 from .finding import Finding
 from .modern import REVISION as MODERN
 from .modern import meta_of
