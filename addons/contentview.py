@@ -2,7 +2,7 @@
 
 JSON-RPC bodies shown as their messages, SSE bodies split into events; other traffic keeps mitmproxy's views."""
 
-from mcptape.capture import mcp_view
+from mcptape.capture.mitm import mcp_view
 
 mcp_view.register()
 

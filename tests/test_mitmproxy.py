@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mitmproxy import contentviews, io
 from mitmproxy.test import taddons, tflow
 
-from mcptape.capture import mcp_view
+from mcptape.capture.mitm import mcp_view
 from mcptape.check import check
 from mcptape.demo.client import script
 from mcptape.tape.file import read
@@ -350,7 +350,7 @@ def test_the_record_addon_keeps_sse_bodies_for_mitmweb_when_asked(demo_server, t
 
 def test_a_stream_past_the_cap_is_not_kept_and_the_flow_says_so():
     from mcptape.capture.http import HttpCapture, Scope
-    from mcptape.capture.taps import Tap
+    from mcptape.capture.mitm.taps import Tap
     from mcptape.formats.imported import Records
     from mcptape.redact.redactor import Redactor
 

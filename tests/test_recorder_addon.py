@@ -1,4 +1,4 @@
-"""The mitmproxy addon (capture/mitm.py's Recorder) in process, with mitmproxy's own test helpers: a
+"""The mitmproxy addon (capture/mitm/addon.py's Recorder) in process, with mitmproxy's own test helpers: a
 `taddons.context` holds the addon and its options, `tflow` makes flows, and each test calls the hooks in the order
 mitmproxy's HTTP layer calls them (proxy/layers/http), then reads the tape. No proxy process, no sockets: what a
 whole proxy adds (listening, TLS, real peers) is covered by test_record_raw.py and test_record_sdk.py; these cover

@@ -1,6 +1,6 @@
 """HTTP capture without I/O: the proxy tells it what passed (request, response head, body chunks, failures) and it
 writes records. It decides which exchanges are MCP, redacts, numbers exchanges and connections, and parses SSE as
-it streams. The mitmproxy addon (capture/mitm.py) is only an adapter onto these calls.
+it streams. The mitmproxy addon (capture/mitm/addon.py) is only an adapter onto these calls.
 
 Time is I/O too: where a caller hands over no timestamp (an SSE event as it is parsed, the end of a response) the
 capture reads its injected `clock`, never the system clock, so a test can drive it in memory and know every `t`.

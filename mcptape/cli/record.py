@@ -171,7 +171,7 @@ def _record_http(upstream, listen, output, write_mode, mode, record_all, redacto
     reverse = mode is ProxyKind.REVERSE
     if reverse:
         _check_reachable(upstream.split.hostname, upstream.port, upstream)
-    from ..capture import proxy
+    from ..capture.mitm import proxy
 
     settings, path = proxy.settings(
         host, port, output, append=write_mode is WriteMode.APPEND, force=write_mode is WriteMode.FORCE,

@@ -27,7 +27,7 @@ from .. import TOOL
 from ..redact.redactor import Redactor
 from ..tape import records
 from ..wire import http, sse
-from ..capture.flows import content_of, end_reason, headers_of
+from ..capture.mitm.flows import content_of, end_reason, headers_of
 from ..capture.http import HttpCapture, RecordSink, Scope
 
 NO_EVENT_TIMES = "no per-event times: each SSE event has the time its response ended"

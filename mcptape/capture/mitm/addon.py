@@ -25,15 +25,15 @@ from mitmproxy.net.http import url
 from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
-from .. import TOOL, edits
-from ..guard import Guard, HostList
-from ..redact.redactor import Redactor
-from ..tape import records
-from ..tape.file import TapeError, Writer
-from ..wire import http, jsonrpc
+from ... import TOOL, edits
+from ...guard import Guard, HostList
+from ...redact.redactor import Redactor
+from ...tape import records
+from ...tape.file import TapeError, Writer
+from ...wire import http, jsonrpc
 from . import mcp_view
 from .flows import content_of, end_reason, headers_of, mitm_headers, relocation, request_id
-from .http import Clock, HttpCapture, Scope
+from ..http import Clock, HttpCapture, Scope
 from .sink import Discard, TapeSink
 from .taps import BodyTap, Tap, body_of, stream_if_large
 

@@ -9,9 +9,9 @@ import logging
 from mitmproxy import http as mhttp
 from mitmproxy.utils import human
 
-from .bounded import Bounded
+from ..bounded import Bounded
 from .flows import content_of
-from .http import SSEStream
+from ..http import SSEStream
 
 logger = logging.getLogger("mcptape")
 

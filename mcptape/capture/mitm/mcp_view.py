@@ -15,8 +15,8 @@ from __future__ import annotations
 from mitmproxy import contentviews
 from mitmproxy import http as mhttp
 
-from ..tape.json_form import dumps
-from ..wire import http, jsonrpc, sse
+from ...tape.json_form import dumps
+from ...wire import http, jsonrpc, sse
 
 INDENT = "    "
 

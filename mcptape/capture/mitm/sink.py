@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..tape import records
-from ..tape.file import Writer
+from ...tape import records
+from ...tape.file import Writer
 
 logger = logging.getLogger("mcptape")
 

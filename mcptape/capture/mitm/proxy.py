@@ -17,7 +17,7 @@ from urllib.parse import SplitResult
 from mitmproxy import exceptions, master, options
 from mitmproxy.addons import default_addons
 
-from .mitm import Recorder
+from .addon import Recorder
 
 
 def settings(host: str, port: int, tape: str, *, append: bool, force: bool, record_all: bool, insecure: bool,

@@ -1,15 +1,15 @@
 """What the recorder reads of a mitmproxy flow, in the capture's terms: headers as text pairs, a body with its
 Content-Encoding undone, why a flow ended, a request's JSON-RPC id, where a reverse proxy's client reached us.
-Shared by the addon (capture/mitm.py) and `import` of mitmproxy flow files."""
+Shared by the addon (capture/mitm/addon.py) and `import` of mitmproxy flow files."""
 
 from __future__ import annotations
 
 from mitmproxy import http as mhttp
 from mitmproxy.proxy import mode_specs
 
-from ..tape import records
-from ..wire import jsonrpc
-from .http import Relocation
+from ...tape import records
+from ...wire import jsonrpc
+from ..http import Relocation
 
 
 def headers_of(headers: mhttp.Headers) -> list[tuple[str, str]]:
