@@ -327,7 +327,11 @@ def test_typescript_reference_server_verifies_a_tape_the_inspector_recorded(ts_s
     code, out, err = verify(rec.tape, "--upstream", upstream, "--log", str(log))
     assert (code, out["differences"], out["missed"]) == (0, [], []), err
     assert out["summary"]["calls"] >= 3  # initialize, tools/list, tools/call (and logging/setLevel)
-    assert findings(log) == []
+    # the reference server asks the client things on its own clock (roots/list after the handshake): one it asks
+    # as the re-drive ends may be left pending, as it may be for any client leaving; nothing else is found
+    found = json.loads(run_mcptape("check", str(log), "--format", "json", "--fail-on", "never").stdout)["findings"]
+    pending = {"capture-incomplete", "unanswered-request"}
+    assert [(f["rule"], f["dir"]) for f in found if not (f["dir"] == "s2c" and f["rule"] in pending)] == []
 
 
 def test_a_redacted_value_in_an_answer_compares_equal_to_anything():
