@@ -18,6 +18,7 @@ from ..wire import jsonrpc
 
 CALLS_KEPT = 1000  # ordinary calls kept in memory, and as many more that matter
 _SPOOL_IN_MEMORY = 1 << 20  # the spool stays in memory up to this size, then goes to a temporary file
+_NOWHERE: frozenset = frozenset()  # while calls settle no finding is known yet
 
 
 def matters(call: dict, about: set) -> bool:
@@ -30,7 +31,7 @@ def matters(call: dict, about: set) -> bool:
 
 class CallList(list):
     """The calls kept in memory, in the order they settled; `folded` counts the runs left out between them, and
-    `every()` gives back all calls, each as the JSON the report writes for it."""
+    `every()` gives back all calls from the spool."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -44,7 +45,7 @@ class CallList(list):
         self.total += 1
         self._stats.setdefault((call["dir"], call["method"]), _Stats()).add(call)
         pickle.dump(call, self._spool, pickle.HIGHEST_PROTOCOL)  # our own file, read back by us: pickle is exact
-        notable = matters(call, set())
+        notable = matters(call, _NOWHERE)
         if notable and self._notable < CALLS_KEPT:
             self._notable += 1
         elif not notable and self._ordinary < CALLS_KEPT:
