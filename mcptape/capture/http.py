@@ -9,7 +9,7 @@ capture reads its injected `clock`, never the system clock, so a test can drive 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
@@ -52,6 +52,22 @@ class Scope:
 
 
 Clock = Callable[[], float]  # seconds since the epoch, as time.time
+
+
+def has_mcp_headers(headers: Sequence[tuple[str, str]]) -> bool:
+    """MCP's own request headers: Streamable HTTP after initialize."""
+    return bool(http.get(headers, http.SESSION_ID) or http.get(headers, http.PROTOCOL_VERSION))
+
+
+def looks_like_mcp(method: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+    """A request with MCP's own headers, or a POST of JSON-RPC: what the recorder (with no endpoint named) and
+    mitmweb's MCP view take for MCP."""
+    if has_mcp_headers(headers):
+        return True
+    if method != "POST":
+        return False
+    parsed = jsonrpc.parse(body)
+    return parsed.is_json and parsed.problem is None
 
 
 class HttpCapture:
@@ -120,15 +136,12 @@ class HttpCapture:
             return True
         if self.scope.endpoints:
             return False
-        if http.get(headers, http.SESSION_ID) or http.get(headers, http.PROTOCOL_VERSION):
-            return True
-        if method == "POST":
-            if not isinstance(body, bytes) or len(body) > self.limit:  # not parsed: a JSON object is taken as MCP
-                first = body.prefix if isinstance(body, Bounded) else body[:1024]
-                return first.lstrip()[:1] == b"{"
-            parsed = jsonrpc.parse(body)
-            return parsed.is_json and parsed.problem is None
-        return method == "GET" and http.accepts(headers, http.SSE)
+        if method == "POST" and (not isinstance(body, bytes) or len(body) > self.limit):
+            if has_mcp_headers(headers):
+                return True
+            first = body.prefix if isinstance(body, Bounded) else body[:1024]  # not parsed: a JSON object is MCP
+            return first.lstrip()[:1] == b"{"
+        return looks_like_mcp(method, headers, body) or (method == "GET" and http.accepts(headers, http.SSE))
 
     # -- responses ---------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from mitmproxy import http as mhttp
 
 from ...tape.json_form import dumps
 from ...wire import http, jsonrpc, sse
+from ..http import looks_like_mcp
 
 INDENT = "    "
 
@@ -37,11 +38,9 @@ def _is_mcp_flow(flow) -> bool:
     """An exchange whose request carries MCP's own headers (Streamable HTTP after initialize) or posts JSON-RPC."""
     if not isinstance(flow, mhttp.HTTPFlow):
         return False
-    headers = flow.request.headers
-    if http.SESSION_ID in headers or http.PROTOCOL_VERSION in headers:
-        return True
-    body = jsonrpc.parse(flow.request.get_content(strict=False) or b"") if flow.request.method == "POST" else None
-    return body is not None and body.is_json and body.problem is None
+    request = flow.request
+    body = (request.get_content(strict=False) or b"") if request.method == "POST" else b""
+    return looks_like_mcp(request.method, list(request.headers.items(multi=True)), body)
 
 
 def message_lines(msg: jsonrpc.JSON, asked: dict | None = None) -> list[str]:
