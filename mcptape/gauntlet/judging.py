@@ -307,9 +307,9 @@ def _retry_after(edit: dict, log: Log) -> float | None:
     """The Retry-After (in seconds) of the status the edit answered with, as the log shows the client got it."""
     for s in log.seen:
         if s.kind == records.HTTP_RESPONSE and s.record.get("exchange") == edit.get("exchange"):
-            for name, value in s.record.get("headers") or ():
-                if name.lower() == "retry-after" and str(value).strip().isdigit():
-                    return float(value)
+            value = http.get(s.record.get("headers") or (), "retry-after")
+            if value is not None and str(value).strip().isdigit():
+                return float(value)
     return None
 
 
