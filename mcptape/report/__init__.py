@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .calls import CallList
 from .data import build
 
 FORMATS = ("md", "html", "mermaid", "json")
@@ -48,12 +49,11 @@ def _json(report: dict) -> Iterator[str]:
     yield "{"
     for n, (key, value) in enumerate(report.items()):
         yield ("\n " if n == 0 else ",\n ") + dumps(key) + ": "
-        items = value.every() if hasattr(value, "every") else value  # the calls: every one, from the spool
         if not isinstance(value, list):
             yield dumps(value, indent=1).replace("\n", "\n ")
             continue
-        first = True
-        for item in items:  # a list at depth 1: each element two spaces in
+        first = True  # a list at depth 1: each element two spaces in; the calls, every one, from the spool
+        for item in value.every() if isinstance(value, CallList) else value:
             yield ("[\n  " if first else ",\n  ") + dumps(item, indent=1).replace("\n", "\n  ")
             first = False
         yield "[]" if first else "\n ]"
