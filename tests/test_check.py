@@ -213,7 +213,12 @@ def test_misbehaving_stdio_server_and_client(tmp_path):
     client.handshake()
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "_meta": {"progressToken": "p"}}}
     client.send(call)
-    client.send(call)  # the same id again while it is in flight
+    # its decreasing progress is in the tape before the id (and the token) come again: sent at once, the second
+    # request can land between the two notifications, and then each call has one progress value, none decreasing
+    decreased = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1}}
+    wait_until(lambda: any(r.get("msg") == decreased for r in records_so_far(tape)),
+               what="the first call's progress in the tape")
+    client.send(call)  # the same id again, in the same session
     # the server misbehaves while the client is still there (its last line, once per call), not after it left
     wait_until(lambda: sum(r.get("raw") == b"this is not JSON" for r in records_so_far(tape)) == 2,
                what="the server's misbehaviour for both calls in the tape")
