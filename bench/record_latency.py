@@ -116,7 +116,7 @@ def main() -> None:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "mcptape", "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
                      f"127.0.0.1:{paths[name]}", "-o", str(Path(tmp) / f"{name}.mcptape"), *flags],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp))  # (not this tree first)
                 pids[name] = procs[-1].pid
             for port in paths.values():
                 wait_for(port)
