@@ -8,10 +8,12 @@ from typing import Any
 
 from ..wire import jsonrpc, pointer
 from .argv import argv_secrets
-from .names import (NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY, SENSITIVE_QUERY,
-                    header_is_secret, is_session, key_is_sensitive, query_is_secret)
+from ahocorasick_rs import AhoCorasick, BytesAhoCorasick
+
+from .names import (KEY_LITERALS, NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY,
+                    SENSITIVE_QUERY, header_is_secret, is_session, key_is_sensitive, query_is_secret)
 from .pseudonym import SCHEMES, is_pseudonym
-from .shapes import SHORTEST, spans
+from .shapes import ANCHORS, SHORTEST, spans
 
 # One table, read by the recorder, `redact`, `check --require-redacted` and `bundle` alike (through Scrub): every
 # field of every record kind (tape/records.py) that holds text a client, a server or a capture file chose. Fields
@@ -32,6 +34,17 @@ FIELDS = {
 }
 _SECRET, _SCAN = "secret", "scan"  # how a header's or query parameter's value is treated
 _NESTED_JSON = 4  # how deep JSON inside a string inside JSON is opened
+# What `Scrub.clean` looks for in a body's text before its message is walked. Any secret the walk replaces is a
+# shape (which starts with an anchor) or sits under a credential key (which holds a key literal), so its text holds
+# one of these, lowered, unless an escape spells it (`\u0074oken`, `:\/\/`; JSON inside strings is escaped once
+# more, still with a backslash-u) or a letter stands in for an ASCII one when case is folded, as str.lower() and the
+# shapes' case-insensitive parts do: İ ı ſ and the Kelvin sign (all of them, checked over every code point).
+_SUSPECT = sorted({*ANCHORS, *KEY_LITERALS})
+_DISGUISES = {  # by the type of the text: its automaton, the escapes, the folded letters
+    str: (AhoCorasick(_SUSPECT), ("\\u", "\\/"), ("\u0130", "\u0131", "\u017f", "\u212a")),
+    bytes: (BytesAhoCorasick([s.encode() for s in _SUSPECT]), (b"\\u", b"\\/"),
+            tuple(f.encode() for f in "\u0130\u0131\u017f\u212a")),
+}
 
 
 def secrets_in(records: Iterable[dict]) -> Iterator[tuple[int, str, str]]:
@@ -253,6 +266,21 @@ class Scrub:
         return SENSITIVE_KEY
 
     # -- text --------------------------------------------------------------------------------------------------------
+
+    def clean(self, text: bytes | str) -> bool:
+        """Whether what was read from `text` (a message, raw bytes, SSE data) holds nothing this walk would replace:
+        no anchor of a shape nor credential word in it (_SUSPECT), and no --redact-path. Then it need not be walked:
+        most messages hold none, and one search of their text costs a fraction of the walk. A hit proves nothing:
+        the walk decides."""
+        if self.extra:
+            return False
+        suspect, escapes, folded = _DISGUISES[type(text)]
+        if any(e in text for e in escapes) or not text.isascii() and any(f in text for f in folded):
+            return False
+        try:
+            return not suspect.find_matches_as_indexes(text.lower())
+        except UnicodeEncodeError:  # a lone surrogate: walked, as spans() reads it
+            return False
 
     def text(self, value: str, path: list) -> str:
         cache = self.cache

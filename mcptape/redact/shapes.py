@@ -54,7 +54,8 @@ _BY_ANCHOR: dict[str, list[tuple[str, re.Pattern]]] = {}  # anchor -> the shapes
 for _name, _anchors, _pattern in SHAPES:
     for _anchor in _anchors:
         _BY_ANCHOR.setdefault(_anchor, []).append((_name, _pattern))
-_ANCHOR_LIST = list(_BY_ANCHOR)
+ANCHORS = tuple(_BY_ANCHOR)  # every secret shape starts with one of these, lowered
+_ANCHOR_LIST = list(ANCHORS)
 _ANCHORS = AhoCorasick(_ANCHOR_LIST)
 SHORTEST = 8  # no secret shape fits in fewer characters: shorter strings are not scanned
 
