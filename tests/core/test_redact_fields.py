@@ -91,10 +91,12 @@ def test_headers_and_query_redacted_once_are_what_a_second_pass_makes_of_them():
 
 
 # -- a body found clean is not walked (Redactor.clean): it must hold nothing the walk would replace ----------------
-SECRETISH = st.sampled_from([SK, "Bearer abcdefghijklmnop", "password=hunter22", "AKIAIOSFODNN7EXAMPLE", "toKen",
-                             "https://u:pw@host/cb?code=abc", "xoxb-1234567890-ab", "ghp_" + "a1" * 18, "\u017fecret=abcdef",
-                             "?\u212aey=abcdef", '{"token": "abc"}', '[{"pin": 1234}]', "eyJhbGciOi.eyJzdWIiOi.sig"])
-TEXT = SECRETISH | st.text(max_size=12) | st.text(alphabet="akeyinpstox-_:/=?{}[]\"\\\u0130\u0131\u017f\u212a", max_size=16)
+SECRETISH = st.sampled_from([
+    SK, "Bearer abcdefghijklmnop", "password=hunter22", "AKIAIOSFODNN7EXAMPLE", "https://u:pw@host/cb?code=abc",
+    "toKen", "xoxb-1234567890-ab", "ghp_" + "a1" * 18, "\u017fecret=abcdef", "?\u212aey=abcdef", '{"token": "abc"}',
+    '[{"pin": 1234}]', "eyJhbGciOi.eyJzdWIiOi.sig"])
+FOLDING = "\u0130\u0131\u017f\u212a"  # letters that fold to ASCII ones
+TEXT = SECRETISH | st.text(max_size=12) | st.text(alphabet="akeyinpstox-_:/=?{}[]\"\\" + FOLDING, max_size=16)
 KEY = st.sampled_from(["token", "apiKey", "PIN", "pass", "sessionKey", "name", "arguments", "text"]) | TEXT
 BODY = st.recursive(st.none() | st.booleans() | st.integers() | TEXT,
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEY, inner, max_size=3), max_leaves=10)
@@ -117,7 +119,8 @@ def test_a_body_whose_text_is_found_clean_holds_nothing_to_redact(body, ascii_on
 
 @pytest.mark.parametrize("text", [
     '{"\\u0074oken": "abc"}', '{"u": "https:\\/\\/u:pw@host\\/x"}', '{"q": "?\u212aey=abcdefgh"}',
-    '{"a": "\u017fecret=abcdefgh"}', '{"t": "{\\"\\\\u0074oken\\": 1}"}', '{"PIN": 1234}', '{"a": "Bearer abcdefghijklmnop"}'])
+    '{"a": "\u017fecret=abcdefgh"}', '{"t": "{\\"\\\\u0074oken\\": 1}"}', '{"PIN": 1234}',
+    '{"a": "Bearer abcdefghijklmnop"}'])
 def test_a_secret_however_it_is_spelled_keeps_its_body_from_being_clean(text):
     r = Redactor()
     assert not r.clean(text) and not r.clean(text.encode("utf-8"))
@@ -129,3 +132,14 @@ def test_a_plain_call_and_its_answer_are_clean_unless_a_path_is_redacted_whole()
     assert Redactor().clean(call) and Redactor().clean(answer)
     assert not Redactor(redact_paths=["/params/arguments/a"]).clean(call)
     assert Redactor(enabled=False).clean('{"token": "abc"}')  # nothing is redacted at all
+
+
+def test_a_key_after_a_hyphen_or_underscore_is_found_in_a_header_name_a_value_and_any_text():
+    """`X-sk-…` is a header a peer may name; a word's start is after any character but a letter or a digit."""
+    r, jwt = Redactor(), "eyJhbGciOiJIUzI1.eyJzdWIiOiIx.c2ln"
+    [(name, value), (other, with_key)] = r.headers([("X-" + SK, "v"), ("X-Note", "token-" + SK)])
+    assert name == "X-" + r.pseudonym(SK) and value == "v"
+    assert other == "X-Note" and with_key == "token-" + r.pseudonym(SK)
+    assert r.text(f"key_{jwt} x-{SK}") == f"key_{r.pseudonym(jwt)} x-{r.pseudonym(SK)}"
+    assert list(secrets_in([{"kind": "http.request", "headers": [["X-" + SK, "v"]]}])) == [(0, "/headers/0/0", "sk-key")]
+    assert r.text("disk-" + SK[3:]) == "disk-" + SK[3:]  # inside a word: not a key
