@@ -72,7 +72,7 @@ class Scrub:
     (header values, method names, keys: a session repeats them) are not scanned again. `extra_headers`: more
     header names whose value is a secret."""
 
-    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "depth")
+    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "seen", "depth")
 
     def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = (),
                  cached: bool = False, extra_headers: Iterable[str] = ()) -> None:
@@ -80,6 +80,7 @@ class Scrub:
         self.cache: dict[str, str] | None = {} if cached else None
         self.extra_headers = frozenset(extra_headers)
         self.names: dict[str, dict[str, str]] = {"headers": {}, "query": {}}  # name -> how its value is treated
+        self.seen: dict[str, dict] = {"headers": {}, "query": {}}  # cached: (name, value) -> as redacted
         self.depth = 0  # JSON opened inside strings, now
 
     # -- records ---------------------------------------------------------------------------------------------------
@@ -129,8 +130,9 @@ class Scrub:
 
     def pairs(self, pairs: list, field: str) -> list:
         """Headers or query parameters, [name, value] each: a value under a credential's name whole (an auth
-        scheme kept in front), any other name and value scanned."""
-        names = self.names[field]
+        scheme kept in front), any other name and value scanned. Cached, a pair seen before (most headers repeat
+        on every request of a client) is not read again."""
+        seen = self.seen[field] if self.cache is not None else None
         out = None
         for i, pair in enumerate(pairs):
             if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
@@ -138,27 +140,38 @@ class Scrub:
             name, value = pair
             if not isinstance(name, str) or not isinstance(value, str):
                 continue
-            how = names.get(name)
-            if how is None:
-                secret = self._header_is_secret(name) if field == "headers" else query_is_secret(name)
-                how = _SECRET if secret and not is_session(field, name) else _SCAN
-                if len(names) < 1024:
-                    names[name] = how
-            path = [field, i, 1]
-            if how is _SECRET:
-                new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
-            else:
-                new_value = self.text(value, path) if len(value) >= SHORTEST else value
-            new_name = name
-            if len(name) >= SHORTEST:
-                new_name = self.cache.get(name) if self.cache is not None else None
-                if new_name is None:
-                    path[2] = 0
-                    new_name = self.text(name, path)
-            if new_value is not value or new_name != name:
+            new = seen.get((name, value)) if seen is not None else None
+            if new is None:
+                new = self._pair(name, value, field, i)
+                if seen is not None:
+                    if len(seen) >= 4096:  # a stream of new values (a date, a counter) must not grow it
+                        seen.clear()
+                    seen[name, value] = new
+            if new[1] != value or new[0] != name:
                 out = out or [list(p) for p in pairs]
-                out[i] = [new_name, new_value]
+                out[i] = list(new)
         return pairs if out is None else out
+
+    def _pair(self, name: str, value: str, field: str, i: int) -> tuple[str, str]:
+        names = self.names[field]
+        how = names.get(name)
+        if how is None:
+            secret = self._header_is_secret(name) if field == "headers" else query_is_secret(name)
+            how = _SECRET if secret and not is_session(field, name) else _SCAN
+            if len(names) < 1024:
+                names[name] = how
+        path = [field, i, 1]
+        if how is _SECRET:
+            new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
+        else:
+            new_value = self.text(value, path) if len(value) >= SHORTEST else value
+        new_name = name
+        if len(name) >= SHORTEST:
+            new_name = self.cache.get(name) if self.cache is not None else None
+            if new_name is None:
+                path[2] = 0
+                new_name = self.text(name, path)
+        return new_name, new_value
 
     def _header_is_secret(self, name: str) -> bool:
         return header_is_secret(name) or name.lower() in self.extra_headers

@@ -143,3 +143,13 @@ def test_a_key_after_a_hyphen_or_underscore_is_found_in_a_header_name_a_value_an
     assert r.text(f"key_{jwt} x-{SK}") == f"key_{r.pseudonym(jwt)} x-{r.pseudonym(SK)}"
     assert list(secrets_in([{"kind": "http.request", "headers": [["X-" + SK, "v"]]}])) == [(0, "/headers/0/0", "sk-key")]
     assert r.text("disk-" + SK[3:]) == "disk-" + SK[3:]  # inside a word: not a key
+
+
+def test_a_header_seen_before_is_redacted_as_the_first_time():
+    """The recorder's redactor keeps each (name, value) it redacted: a client's headers repeat on every request."""
+    r = Redactor()
+    headers = [("Authorization", "Bearer abcdefghijklmnop"), ("X-" + SK, "v"), ("Accept", "application/json")]
+    first = r.headers(headers)
+    assert first[0][1] == "Bearer " + r.pseudonym("abcdefghijklmnop") and first[2] == ["Accept", "application/json"]
+    for n in range(5000):  # past the cache's bound: it starts again, and still answers alike
+        assert r.headers([*headers, ("Date", f"{n}")]) == [*first, ["Date", f"{n}"]]
