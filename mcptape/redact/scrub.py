@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..wire import jsonrpc, pointer
-from .argv import argv_secrets
 from ahocorasick_rs import AhoCorasick, BytesAhoCorasick
 
+from ..wire import jsonrpc, pointer
+from .argv import argv_secrets
 from .names import (KEY_LITERALS, NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY,
                     SENSITIVE_QUERY, header_is_secret, is_session, key_is_sensitive, query_is_secret)
 from .pseudonym import SCHEMES, is_pseudonym
