@@ -5,10 +5,11 @@ byte for byte, each chunk forwarded as soon as it is read (no added buffering: a
 through). Recording is off that path, in a process of its own (the tape writer, forked before the server starts):
 a chunk is handed to it as it was read (with the time) and goes on; only there is it cut into lines, parsed,
 redacted and written. A thread would share the interpreter's lock with the relay, and each message it parses would
-then stand between a read and its write: the relay ran at half a direct pipe's speed so. The hand-over is one pipe
-for all three streams, written before forwarding, so the tape stays causal: the peer cannot answer a line before it
-is on its way to the tape. We write nothing of our own to stdout, forward signals, and exit as the server did
-(after the tape writer finished).
+then stand between a read and its write: the relay ran at half a direct pipe's speed so. The hand-over
+(capture/handover.py) is framed in one pipe for all three streams, written before forwarding, so the tape stays
+causal: the peer cannot answer a line before it is on its way to the tape; bulk data where no edit can fire goes
+on by zero copy (tee and splice). We write nothing of our own to stdout, forward signals, and exit as the server
+did (after the tape writer finished).
 
 A line is gathered as a list of its parts (capture/bounded.py), so time stays linear in its length; one longer
 than a reader takes whole is recorded cut (its first bytes, size and SHA-256), never held whole, and always
