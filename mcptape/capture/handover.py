@@ -5,12 +5,13 @@ What each pipe brought goes over as frames of (what, time, length) and the bytes
 so bursts pass without waiting for the writer; past it the relay waits (memory stays bounded when the tape is
 slower than the pipes).
 
-Zero copy (Linux): a pipe whose bytes no edit can change goes on by tee(2) and splice(2). tee duplicates what the
-pipe holds into a side pipe of its own for the tape writer, the frame then says its bytes wait there, and splice
-moves them on to the reader: the kernel passes page references, the bytes never come into this process. Read and
-written, each byte was copied three times here (into us, to the reader, to the tape writer): a 100 MB line took
-3.8 to 7 times a direct pipe. Where tee or splice cannot serve (not Linux; a file, terminal or socket at either
-end; the tape writer gone), the relay reads and writes, as before.
+Zero copy (Linux): bulk data on a pipe whose bytes no edit can change goes on by tee(2) and splice(2). tee
+duplicates what the pipe holds into a side pipe of its own for the tape writer, the frame then says its bytes wait
+there, and splice moves them on to the reader: the kernel passes page references, the bytes never come into this
+process. Read and written, each byte was copied three times here (into us, to the reader, to the tape writer).
+Bulk: from a read that filled its buffer until a tee brings less than _LIGHT; a message or a few costs less read
+and written than by tee, splice and a second read in the tape writer. Where tee or splice cannot serve (not Linux;
+a file, terminal or socket at either end; the tape writer gone), the relay reads and writes, as before.
 """
 
 from __future__ import annotations
@@ -74,11 +75,9 @@ class Handover:
                 return True
             with lock:
                 framed = self._frame(_FRAME.pack(what | _ASIDE, time.time(), size))
-            if not (framed and _forward(src, dst, size)):
-                if framed:  # dst is not a pipe nor a file splice writes to (a terminal, O_APPEND), or is gone
-                    self._refused.add(what)
-                else:
-                    _forward(src, dst, size)
+            moved = _forward(src, dst, size)
+            if not (framed and moved):  # the tape writer is gone, or dst is a terminal, a file opened to append…
+                self._refused.add(what)
                 return False
             if size < _LIGHT:
                 return False
@@ -121,14 +120,14 @@ class Handover:
                     else:
                         break
                     batch.append((what, t, item))
-                    size += len(item)
+                    size, brought = size + len(item), brought + len(item)
                     if size >= _SIZE:  # batches of about a read each: the queue's bound is one of bytes
                         batches.put(batch)
-                        batch, brought, size = [], brought + size, 0
+                        batch, size = [], 0
             del pending[:at]
             if batch:
                 batches.put(batch)
-            if brought + size < _LIGHT:
+            if brought < _LIGHT:
                 time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
         batches.put([])
 

@@ -77,7 +77,7 @@ class StdioRecorder:
                 made = pickle.dumps(make(t), pickle.HIGHEST_PROTOCOL)
             except Exception as e:
                 write_all(2, f"mcptape: recording failed ({type(e).__name__}: {e}); the server keeps running\n"
-                           .encode())
+                          .encode())
                 return
             self._handover.send(_RECORD, t, made)
 
@@ -91,7 +91,8 @@ class StdioRecorder:
         pipes). It lives until the hand-over ends (run's end, or ours), whatever signal the client sends us."""
         # Zero copy where no edit can change what goes on: the client's lines with no editor, the server's
         # without one (its stdout is read line by line for edits, _pump_edited).
-        self._handover = Handover(() if self.editor else (_PIPES.index(records.C2S), _PIPES.index(records.S2C)))
+        spliced = () if self.editor is not None else (_PIPES.index(records.C2S), _PIPES.index(records.S2C))
+        self._handover = Handover(spliced)
         pid = os.fork()
         if pid:
             self._handover.sender()
@@ -194,9 +195,7 @@ class StdioRecorder:
                         passing = False
             if dst_alive and out:
                 dst_alive = write_all(dst, out)
-            # A full read: bulk data, which goes on by zero copy where it can, until it ends or thins out again
-            # (a message or a few pass cheaper read and written: tee, splice and a second read for the tape cost
-            # more than two small copies).
+            # A full read: bulk, which goes on by zero copy where it can until it thins out (capture/handover.py)
             if planned is None and len(chunk) == _CHUNK and self._handover.relay(src, dst, _PIPES.index(direction),
                                                                                   self._tape_lock):
                 break
