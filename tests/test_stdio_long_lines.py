@@ -5,6 +5,8 @@ cut (size, SHA-256, the first bytes)."""
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -124,3 +126,24 @@ def test_ends_zero_copy_cannot_use_are_read_and_written(tmp_path):
     assert (tmp_path / "out").read_bytes() == data
     lines = [r for r in read(tmp_path / "t.mcptape").records if r["kind"] == records.STDIO_LINE]
     assert sorted((r["dir"], r["msg"]["id"]) for r in lines) == [("c2s", 1), ("c2s", 2), ("s2c", 1), ("s2c", 2)]
+
+
+def test_the_tape_writer_killed_mid_bulk_the_client_still_gets_every_byte(tmp_path):
+    size = 20_000_000
+    proc = subprocess.Popen([MCPTAPE, "record", "-o", str(tmp_path / "t.mcptape"), "--", sys.executable, SERVER,
+                             str(size), "newline"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    digest = hashlib.sha256(first := proc.stdout.read(1 << 20))  # the relay is mid-line, waiting on us
+    deadline = time.monotonic() + 30
+    while len(kids := Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()) < 2:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    writer = [k for k in kids if Path(f"/proc/{k}/cmdline").read_text().split("\0")[1] != SERVER]  # forked from us
+    os.kill(int(writer[0]), signal.SIGKILL)
+    got = len(first)
+    while chunk := proc.stdout.read(1 << 20):
+        digest.update(chunk)
+        got += len(chunk)
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    assert (digest.hexdigest(), got) == expected(size, ended=True)
