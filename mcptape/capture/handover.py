@@ -173,9 +173,9 @@ def _forward(src: int, dst: int, size: int) -> bool:
     """Move `size` bytes that src holds on to dst, by splice where dst takes it; False when it did not (the
     rest was read and written; a dead reader's share dropped)."""
     try:
-        while size:
-            size -= os.splice(src, dst, size)
-        return True
+        while size and (moved := os.splice(src, dst, size)):
+            size -= moved
+        return not size
     except OSError:  # dst is not a pipe nor a file splice writes (a terminal, O_APPEND), or its reader is gone
         write_all(dst, _read_exactly(src, size))
         return False
