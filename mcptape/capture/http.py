@@ -59,14 +59,14 @@ def has_mcp_headers(headers: Sequence[tuple[str, str]]) -> bool:
     return bool(http.get(headers, http.SESSION_ID) or http.get(headers, http.PROTOCOL_VERSION))
 
 
-def looks_like_mcp(method: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+def looks_like_mcp(method: str, headers: Sequence[tuple[str, str]], body: bytes | jsonrpc.Body) -> bool:
     """A request with MCP's own headers, or a POST of JSON-RPC: what the recorder (with no endpoint named) and
-    mitmweb's MCP view take for MCP."""
+    mitmweb's MCP view take for MCP. `body` as it came, or as jsonrpc.parse read it."""
     if has_mcp_headers(headers):
         return True
     if method != "POST":
         return False
-    parsed = jsonrpc.parse(body)
+    parsed = body if isinstance(body, jsonrpc.Body) else jsonrpc.parse(body)
     return parsed.is_json and parsed.problem is None
 
 
@@ -97,7 +97,10 @@ class HttpCapture:
         split = urlsplit(target)
         path = split.path or "/"
         query = http.query_pairs(target)
-        mcp = self._is_mcp(method, path, headers, body)
+        parsed = None  # with no endpoint named, a POST's body is read to tell MCP, and that reading is kept
+        if not self.scope.endpoints and method == "POST" and isinstance(body, bytes) and len(body) <= self.limit:
+            parsed = jsonrpc.parse(body)
+        mcp = self._is_mcp(method, path, headers, body, parsed)
         if not mcp and self.scope.mcp_only and not self.scope.record_all:
             return False
         number = self._next_exchange
@@ -110,15 +113,16 @@ class HttpCapture:
         session = http.get(redacted, http.SESSION_ID)
         if session is None and path in self._legacy_paths:
             session = http.legacy_session(redacted_query)
-        fields, text = self._body(body, body_problem) if mcp or self.scope.record_all else ({}, None)
+        fields, text = self._body(body, body_problem, parsed) if mcp or self.scope.record_all else ({}, None)
         self.sink.write(records.http_request(
             t, number, conn_number, method, path, redacted_query, redacted, session,
             http.get(headers, http.PROTOCOL_VERSION), mcp, fields,
         ), text)
         return True
 
-    def _body(self, body: Body, problem: str | None) -> tuple[records.Record, bytes | None]:
-        """A body's fields, and the bytes they were read from (None when it was cut)."""
+    def _body(self, body: Body, problem: str | None,
+              parsed: jsonrpc.Body | None = None) -> tuple[records.Record, bytes | None]:
+        """A body's fields, and the bytes they were read from (None when it was cut). `parsed`: the body read."""
         if isinstance(body, bytes) and len(body) > self.limit:
             kept = Bounded(self.limit)
             kept.add(body)
@@ -131,9 +135,10 @@ class HttpCapture:
                 if problem:
                     fields["problem"] += f"; {problem}"
                 return fields, None
-        return records.body(body, problem), body
+        return records.body(body, problem, parsed), body
 
-    def _is_mcp(self, method: str, path: str, headers: list[tuple[str, str]], body: Body) -> bool:
+    def _is_mcp(self, method: str, path: str, headers: list[tuple[str, str]], body: Body,
+                parsed: jsonrpc.Body | None) -> bool:
         if path in self.scope.endpoints:
             return True
         if self.scope.endpoints:
@@ -143,7 +148,8 @@ class HttpCapture:
                 return True
             first = body.prefix if isinstance(body, Bounded) else body[:1024]  # not parsed: a JSON object is MCP
             return first.lstrip()[:1] == b"{"
-        return looks_like_mcp(method, headers, body) or (method == "GET" and http.accepts(headers, http.SSE))
+        return looks_like_mcp(method, headers, body if parsed is None else parsed) or (
+            method == "GET" and http.accepts(headers, http.SSE))
 
     # -- responses ---------------------------------------------------------------------------------------------
 
