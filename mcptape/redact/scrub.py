@@ -143,7 +143,7 @@ class Scrub:
             new = seen.get((name, value)) if seen is not None else None
             if new is None:
                 new = self._pair(name, value, field, i)
-                if seen is not None:
+                if seen is not None and len(name) + len(value) <= 512:  # short pairs repeat; memory stays small
                     if len(seen) >= 4096:  # a stream of new values (a date, a counter) must not grow it
                         seen.clear()
                     seen[name, value] = new
