@@ -6,7 +6,7 @@ One demo SDK server (stateless, SSE responses: every call goes through the SSE s
 direct, bare `mitmdump --mode reverse:…`, `mcptape record` (redaction on, the default) and `mcptape record
 --no-redact`. Rounds are interleaved in a shuffled order so drift on the machine hits all alike. Reported: median
 latency per path, the latency each proxy adds over direct, and the ratio mcptape/mitmdump with redaction on and off
-(goal: <= 1.10 with it on), and the CPU each proxy process spent per call (from /proc: on a loaded machine a steadier
+(goal: <= 1.00 with it on), and the CPU each proxy process spent per call (from /proc: on a loaded machine a steadier
 figure than latency, and the one the recorder's own work shows in). `--text-bytes N` calls `start_thread` with N
 bytes of prose instead of `add`, so the redactor has a body to read. `--before DIR` adds a fifth path, `mcptape
 record` run from the source tree DIR (say, `git worktree add DIR main`), in the same interleaved rounds: a change's
