@@ -141,7 +141,8 @@ def test_a_key_after_a_hyphen_or_underscore_is_found_in_a_header_name_a_value_an
     assert name == "X-" + r.pseudonym(SK) and value == "v"
     assert other == "X-Note" and with_key == "token-" + r.pseudonym(SK)
     assert r.text(f"key_{jwt} x-{SK}") == f"key_{r.pseudonym(jwt)} x-{r.pseudonym(SK)}"
-    assert list(secrets_in([{"kind": "http.request", "headers": [["X-" + SK, "v"]]}])) == [(0, "/headers/0/0", "sk-key")]
+    named = {"kind": "http.request", "headers": [["X-" + SK, "v"]]}
+    assert list(secrets_in([named])) == [(0, "/headers/0/0", "sk-key")]
     assert r.text("disk-" + SK[3:]) == "disk-" + SK[3:]  # inside a word: not a key
 
 
