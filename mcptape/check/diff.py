@@ -164,21 +164,30 @@ def _drop_noise(value: Any) -> Any:
     return value
 
 
+Pair = tuple[Key, _Called | None, _Called | None]
+
+
+def _pairs(path_a: str, path_b: str, pointers: list[list[str]]) -> tuple[list[Pair], list[Finding], list[Finding]]:
+    """The calls that may differ (in key order), and each tape's findings."""
+    (aligned_a, findings_a), (aligned_b, findings_b) = _read_both(path_a, path_b)
+    calls_a = dict(aligned_a)
+    differing: list[Pair] = []
+    for key, b in aligned_b:
+        a = calls_a.pop(key, None)
+        if a is not None and a[:2] == b[:2] and not pointers:  # (outcome, packed): as a _Called or a tuple
+            continue  # the common case, and the cheap one: nothing to strip, nothing to explain
+        differing.append((key, a, _Called._make(b)))
+    differing += [(key, a, None) for key, a in calls_a.items()]  # not in b
+    return sorted(differing, key=itemgetter(0)), findings_a, findings_b
+
+
 def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
     pointers = [pointer.parse(p) for p in ignore]
     # Every call of both tapes is kept until they are compared, so the heap only grows: the cyclic collector would
-    # rescan it again and again for garbage that is not there (a tenth of a tape's read). Paused until then.
+    # rescan it again and again for garbage that is not there (a tenth of a tape's read). Paused until they are
+    # compared and let go of (on _pairs' return): then it has a small heap left to look at.
     with collector_paused():
-        (aligned_a, findings_a), (aligned_b, findings_b) = _read_both(path_a, path_b)
-        calls_a = dict(aligned_a)
-        differing: list[tuple[Key, _Called | None, _Called | None]] = []
-        for key, b in aligned_b:
-            a = calls_a.pop(key, None)
-            if a is not None and a[:2] == b[:2] and not pointers:  # (outcome, packed): as a _Called or a tuple
-                continue  # the common case, and the cheap one: nothing to strip, nothing to explain
-            differing.append((key, a, _Called._make(b)))
-        differing += [(key, a, None) for key, a in calls_a.items()]  # not in b
-    differing.sort(key=itemgetter(0))
+        differing, findings_a, findings_b = _pairs(path_a, path_b, pointers)
     out: list[Difference] = []
     for key, a, b in differing:
         label = _label(key, a, b)
