@@ -86,6 +86,7 @@ Aligned = list[tuple[Key, _Called]]  # a tape's calls with their keys, in the or
 
 
 def _read(path: str) -> tuple[Aligned, list[Finding]]:
+    """A tape's calls, aligned, and its findings (read with the cyclic collector paused: diff)."""
     collect = _Collect()
     model = Model([collect, *all_rules()])
     reader = Reader(path)
