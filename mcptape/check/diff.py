@@ -10,6 +10,7 @@ then) explains the pairs that differ.
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from operator import itemgetter
@@ -113,10 +114,20 @@ def _ship(path: str) -> tuple[bytes, list[Finding]]:
     return pack(aligned), findings
 
 
+def _one_thread() -> bool:
+    """No other thread in this process, counted as the kernel does: threads a C library started are not in
+    threading's count (pytest-xdist's execnet)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: not Linux
+        return threading.active_count() == 1
+
+
 def _read_both(path_a: str, path_b: str) -> tuple[tuple[Aligned, list[Finding]], tuple[Aligned, list[Finding]]]:
     """The two tapes are independent: with two cores, B is read in a worker process while this one reads A (only
-    B's calls have to cross back)."""
-    if (os.cpu_count() or 1) < 2:
+    B's calls have to cross back). Only from a process with no other thread: a fork copies one thread and whatever
+    locks the others held (diff called as a library from a threaded program, or under pytest-xdist)."""
+    if (os.cpu_count() or 1) < 2 or not _one_thread():
         return _read(path_a), _read(path_b)
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
