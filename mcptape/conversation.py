@@ -5,11 +5,10 @@ them (check, diff, report, show, replay)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 from .facts import Outcome
-from .lifecycle import Life
+from .lifecycle import Life, Transition
 from .tape import records
 
 # How a session reached us. The rules each transport obeys differ (docs/transports.md).
@@ -39,13 +38,34 @@ class Session:
 
     # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
     # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
-    opened = property(attrgetter("life.opened"))
-    dead = property(attrgetter("life.dead"))
-    ended = property(attrgetter("life.ended"))
-    superseded = property(attrgetter("life.superseded"))
-    refused_with = property(attrgetter("life.refused_with"))
-    unknown = property(attrgetter("life.unknown"))
-    midway = property(attrgetter("life.midway"))
+    # (plain properties, not property(attrgetter(...)): mypyc compiles these, docs/compiled.md)
+    @property
+    def opened(self) -> Transition | None:
+        return self.life.opened
+
+    @property
+    def dead(self) -> Transition | None:
+        return self.life.dead
+
+    @property
+    def ended(self) -> Transition | None:
+        return self.life.ended
+
+    @property
+    def superseded(self) -> Transition | None:
+        return self.life.superseded
+
+    @property
+    def refused_with(self) -> int | None:
+        return self.life.refused_with
+
+    @property
+    def unknown(self) -> bool:
+        return self.life.unknown
+
+    @property
+    def midway(self) -> bool:
+        return self.life.midway
 
     @property
     def short(self) -> str:
