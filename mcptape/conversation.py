@@ -77,7 +77,7 @@ class Session:
         return self.label[:8]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Exchange:
     """One HTTP request and what came back, while it is open. When it ends, its headers and bodies are dropped:
     calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
@@ -103,6 +103,16 @@ class Exchange:
     mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
     passed: Passed | None = None  # its records, while an observer reads whole exchanges
 
+    # (written out, as Call's and Seen's: mypyc compiles a class's own __init__, not the one @dataclass generates)
+    def __init__(self, number: int, seq: int, t: float, method: str, conn: int | None, session: Session | None,
+                 sent_session: str | None, version_header: str | None, headers: list, msg: Any = None,
+                 injected: bool = False, mcp: bool = True) -> None:
+        self.number, self.seq, self.t, self.method, self.conn, self.session = number, seq, t, method, conn, session
+        self.sent_session, self.version_header, self.headers, self.msg = sent_session, version_header, headers, msg
+        self.injected, self.mcp = injected, mcp
+        self.status = self.last_event_id = self.last_sse_id = self.end = self.passed = None
+        self.get_stream = self.calls_known = False
+
 
 @dataclass(slots=True)
 class Passed:
@@ -117,7 +127,7 @@ class Passed:
     records: list[dict] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Call:
     """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
     whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
@@ -144,6 +154,13 @@ class Call:
     # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
     key: tuple = ()
     token_key: tuple | None = None
+
+    def __init__(self, tape: str, session: Session, dir: str, id: Any, method: str, request: dict | None, seq: int,
+                 t: float, exchange: Exchange | None = None, injected: bool = False) -> None:
+        self.tape, self.session, self.dir, self.id, self.method, self.request = tape, session, dir, id, method, request
+        self.seq, self.t, self.exchange, self.injected = seq, t, exchange, injected
+        self.response = self.response_seq = self.cancel = self.outcome = self.token_key = None
+        self.progress = self.key = ()
 
     @property
     def answered(self) -> bool:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .model import Model
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Seen:
     """A record as the model understands it: where it sits, its message, which session and exchange it belongs to,
     and the facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late
@@ -29,6 +29,11 @@ class Seen:
     session: Session | None = None
     exchange: Exchange | None = None
     notes: tuple[Fact, ...] = ()
+
+    def __init__(self, tape: str, seq: int, record: dict, kind: Any, t: float = 0.0, msg: Any = None,
+                 session: Session | None = None, exchange: Exchange | None = None, notes: tuple[Fact, ...] = ()) -> None:
+        self.tape, self.seq, self.record, self.kind, self.t, self.msg = tape, seq, record, kind, t, msg
+        self.session, self.exchange, self.notes = session, exchange, notes
 
     def note(self, fact: Fact) -> None:
         self.notes += (fact,)
