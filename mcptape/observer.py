@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mypy_extensions import mypyc_attr
+
 from .conversation import Call, Exchange, Session
 from .facts import Fact
 
@@ -39,6 +41,7 @@ class Seen:
         self.notes += (fact,)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (docs/compiled.md), subclassed by plain Python readers
 class Observer:
     """Override what you need. Findings or anything else come back as iterables. `record` runs for every record of
     the kinds in `kinds` (of every kind when None), so it returns None fast when a record is not its business;
