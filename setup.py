@@ -1,6 +1,6 @@
 """The project is declared in pyproject.toml; this adds the compiled core (docs/compiled.md): the modules listed
-under [tool.mcptape] compiled, built with mypyc when a C compiler is there, unless MCPTAPE_PURE=1 (and always pure
-in an editable install: backend.py). Without a compiler the same package installs as pure Python.
+under [tool.mcptape-build] compiled, built with mypyc when a C compiler is there, unless MCPTAPE_PURE=1 (and
+always pure in an editable install: backend.py). Without a compiler the same package installs as pure Python.
 
 It also guards: building from source on a Python older than 3.12 stops here with one clear line, before pip goes
 looking for a mitmproxy 12 that does not exist for that Python (and then blames mitmproxy). A wheel needs no guard:
@@ -31,7 +31,7 @@ def compiled_core() -> list:
     from mypyc.build import mypycify
 
     with open("pyproject.toml", "rb") as f:
-        modules = tomllib.load(f)["tool"]["mcptape"]["compiled"]
+        modules = tomllib.load(f)["tool"]["mcptape-build"]["compiled"]
     # mypy's Optional and argument checks are off for the build: where the code is not annotated that narrowly
     # (an Exchange | None read as set, a dict key from a record), mypyc compiles a dynamic operation
     loose = [f"--disable-error-code={code}" for code in ("union-attr", "arg-type", "assignment", "attr-defined",

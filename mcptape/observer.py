@@ -32,8 +32,10 @@ class Seen:
     exchange: Exchange | None = None
     notes: tuple[Fact, ...] = ()
 
+    # (written out: mypyc compiles a class's own __init__, not the one @dataclass generates; docs/compiled.md)
     def __init__(self, tape: str, seq: int, record: dict, kind: Any, t: float = 0.0, msg: Any = None,
-                 session: Session | None = None, exchange: Exchange | None = None, notes: tuple[Fact, ...] = ()) -> None:
+                 session: Session | None = None, exchange: Exchange | None = None,
+                 notes: tuple[Fact, ...] = ()) -> None:
         self.tape, self.seq, self.record, self.kind, self.t, self.msg = tape, seq, record, kind, t, msg
         self.session, self.exchange, self.notes = session, exchange, notes
 

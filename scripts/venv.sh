@@ -39,8 +39,8 @@ fi
 suffix="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
 if [ "${MCPTAPE_COMPILED:-}" = "1" ]; then
   core="mcptape/core__mypyc$suffix"
-  if [ ! -e "$core" ] || [ -n "$(find mcptape setup.py pyproject.toml -newer "$core" \( -name '*.py' -o -name '*.toml' \) |
-       head -1)" ]; then
+  if [ ! -e "$core" ] ||
+     [ -n "$(find mcptape setup.py pyproject.toml -newer "$core" \( -name '*.py' -o -name '*.toml' \) | head -1)" ]; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $("$venv/bin/python" -c \
       'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])') 2>&1 |
       grep -v -e "^WARNING: Location" -e "is ignored: it is neither a file nor a directory" -e "^$" || true

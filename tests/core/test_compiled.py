@@ -1,5 +1,5 @@
-"""Which core runs: the modules pyproject.toml lists under [tool.mcptape] compiled are all compiled or all pure (never
-half), compiled when the run asked for it (MCPTAPE_COMPILED=1, as CI and bench/ run) and a C compiler is there,
+"""Which core runs: the modules pyproject.toml lists under [tool.mcptape-build] compiled are all compiled or all
+pure (never half), compiled when the run asked for it (MCPTAPE_COMPILED=1, as CI runs) and a C compiler is there,
 and never older than their sources (docs/compiled.md)."""
 
 import importlib
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import mcptape
 
-MODULES = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["tool"]["mcptape"]["compiled"]
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+MODULES = tomllib.loads(PYPROJECT.read_text())["tool"]["mcptape-build"]["compiled"]
 
 
 def loaded() -> dict[Path, Path]:
