@@ -103,7 +103,8 @@ class Exchange:
     mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
     passed: Passed | None = None  # its records, while an observer reads whole exchanges
 
-    # (written out, as Call's and Seen's: mypyc compiles a class's own __init__, not the one @dataclass generates)
+    # (written out, as Call's and Seen's: mypyc compiles a class's own __init__, not the one @dataclass generates;
+    # a new field is set here too)
     def __init__(self, number: int, seq: int, t: float, method: str, conn: int | None, session: Session | None,
                  sent_session: str | None, version_header: str | None, headers: list, msg: Any = None,
                  injected: bool = False, mcp: bool = True) -> None:
@@ -155,6 +156,7 @@ class Call:
     key: tuple = ()
     token_key: tuple | None = None
 
+    # (written out, as Exchange's; a new field is set here too)
     def __init__(self, tape: str, session: Session, dir: str, id: Any, method: str, request: dict | None, seq: int,
                  t: float, exchange: Exchange | None = None, injected: bool = False) -> None:
         self.tape, self.session, self.dir, self.id, self.method, self.request = tape, session, dir, id, method, request

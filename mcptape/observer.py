@@ -32,7 +32,8 @@ class Seen:
     exchange: Exchange | None = None
     notes: tuple[Fact, ...] = ()
 
-    # (written out: mypyc compiles a class's own __init__, not the one @dataclass generates; docs/compiled.md)
+    # (written out: mypyc compiles a class's own __init__, not the one @dataclass generates, docs/compiled.md; a new
+    # field is set here too)
     def __init__(self, tape: str, seq: int, record: dict, kind: Any, t: float = 0.0, msg: Any = None,
                  session: Session | None = None, exchange: Exchange | None = None,
                  notes: tuple[Fact, ...] = ()) -> None:
