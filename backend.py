@@ -4,10 +4,17 @@ code after the next edit (docs/compiled.md). A wheel or a plain `pip install .` 
 
 import os
 
+from setuptools import build_meta
 from setuptools.build_meta import *  # noqa: F401,F403 (the PEP 517 hooks, as setuptools gives them)
-from setuptools.build_meta import build_editable as _build_editable
 
 
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    os.environ["MCPTAPE_PURE"] = "1"
-    return _build_editable(wheel_directory, config_settings, metadata_directory)
+def _pure(hook):
+    def editable(*args, **kwargs):
+        os.environ["MCPTAPE_PURE"] = "1"  # (each hook runs setup.py: none of them compiles)
+        return hook(*args, **kwargs)
+    return editable
+
+
+build_editable = _pure(build_meta.build_editable)
+get_requires_for_build_editable = _pure(build_meta.get_requires_for_build_editable)
+prepare_metadata_for_build_editable = _pure(build_meta.prepare_metadata_for_build_editable)

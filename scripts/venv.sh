@@ -49,5 +49,5 @@ if [ "${MCPTAPE_COMPILED:-}" = "1" ]; then
     touch "$core"
   fi
 else
-  find mcptape -name "*$suffix" -delete
+  find mcptape -name "*.so" -delete  # (every Python's: a compiled core is only ever as new as this run made it)
 fi
