@@ -45,6 +45,7 @@ if [ "${MCPTAPE_COMPILED:-}" = "1" ]; then
       'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])') 2>&1 |
       grep -v -e "^WARNING: Location" -e "is ignored: it is neither a file nor a directory" -e "^$" || true
     echo "mcptape: compiling the core with mypyc (a minute)..." >&2
+    find mcptape -name "*.so" -delete  # (a module taken off the list must not stay compiled)
     "$venv/bin/python" setup.py --quiet build_ext --inplace >/dev/null
     touch "$core"
   fi
