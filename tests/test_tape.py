@@ -1,4 +1,6 @@
 import json
+import struct
+import zlib
 from decimal import Decimal
 from pathlib import Path
 
@@ -70,6 +72,19 @@ def test_a_flipped_byte_is_reported_with_its_offset(tmp_path):
         path.write_bytes(bytes(broken))
         with pytest.raises(TapeError, match=r"corrupt record.* at byte \d+"):
             read(path)
+
+
+def test_frames_carry_zlibs_crc32_whichever_library_computes_it(tmp_path):
+    """Format 1's checksum is zlib's CRC-32: a tape written by any mcptape (zlib's or ISA-L's CRC) reads in any."""
+    path = tmp_path / "a.mcptape"
+    items = sample(path, 3)
+    data = path.read_bytes()
+    at, frames = len(MAGIC), 0
+    while at < len(data):
+        length, check, crc = struct.unpack(">III", data[at:at + 12])
+        assert check == length ^ 0xFFFFFFFF and crc == zlib.crc32(data[at + 12:at + 12 + length])
+        at, frames = at + 12 + length, frames + 1
+    assert frames == 1 + len(items)  # the header, then each record
 
 
 def test_files_that_are_not_tapes_get_one_clear_line(tmp_path):

@@ -20,11 +20,17 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 from decimal import Decimal
 from typing import Any
 
 import msgpack
+
+# The same CRC-32 as zlib's, about four times faster on a record's few hundred bytes (ISA-L): zlib's took a tenth of
+# the reader's time on a large tape. zlib's where isal's wheel is missing.
+try:
+    from isal.isal_zlib import crc32
+except ImportError:  # pragma: no cover (isal has wheels for the platforms mitmproxy has)
+    from zlib import crc32
 
 FORMAT = 1
 MAGIC = b"MCPTAPE" + bytes([FORMAT])
@@ -126,7 +132,7 @@ def packer() -> msgpack.Packer:
 def encode(record: Record) -> bytes:
     """One framed record. Raises ValueError/TypeError when the record holds something a tape cannot."""
     payload = pack(record)
-    return FRAME.pack(len(payload), len(payload) ^ 0xFFFFFFFF, zlib.crc32(payload)) + payload
+    return FRAME.pack(len(payload), len(payload) ^ 0xFFFFFFFF, crc32(payload)) + payload
 
 
 def decode_payload(payload: bytes) -> Any:

@@ -11,14 +11,13 @@ import errno
 import fcntl
 import os
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import msgpack
 
-from .codec import (FORMAT, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError, TooMany,
+from .codec import (FORMAT, crc32, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError, TooMany,
                     decode_counted, encode, ext_hook, max_items, max_record)
 
 @dataclass
@@ -99,7 +98,7 @@ class Reader:
     def _read_frames(self) -> Iterator[Record]:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
         # is its first record (taken by __init__); iterating the reader goes on from there.
-        read, unpack, crc32, size = self._file.read, FRAME.unpack, zlib.crc32, FRAME.size
+        read, unpack, size = self._file.read, FRAME.unpack, FRAME.size
         unpackb, hook = msgpack.unpackb, ext_hook
         offset, limit, items = self.end_offset, self.max_record, self.max_items
         try:
