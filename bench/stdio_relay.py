@@ -12,6 +12,7 @@ the wrapper's peak resident memory. Goals: the long line <= 2x a direct pipe, th
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -76,9 +77,11 @@ def pipelined(argv: list[str], n: int) -> tuple[float, float]:
     return n / elapsed, start_up
 
 
-def long_line(argv: list[str]) -> tuple[float, float, float]:
+def long_line(argv: list[str]) -> tuple[float, float, float, float]:
     """Seconds until the client read the whole line, the same from its first byte (the relay without mcptape's
-    start-up, ~0.25 s of imports), and the peak resident MB of what it ran (sampled)."""
+    start-up, ~0.25 s of imports), the peak resident MB of what it ran (sampled), and the CPU seconds it used (the
+    wrapper's include its start-up and its tape writer: a steadier figure than time on a busy machine)."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, bufsize=0)
     start, peak = time.perf_counter(), [0]
 
@@ -96,7 +99,8 @@ def long_line(argv: list[str]) -> tuple[float, float, float]:
     end = time.perf_counter()
     proc.wait()
     sampler.join()
-    return end - start, end - first, peak[0] / 1024
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return end - start, end - first, peak[0] / 1024, used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime
 
 
 def main() -> None:
@@ -134,7 +138,7 @@ def main() -> None:
     figures.update(start_direct_ms=start_ups["direct"] * 1000, start_mcptape_ms=start_ups["mcptape"] * 1000)
     long_server = [sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "long_line_server.py"),
                    str(a.line_mb * 1_000_000), "no-newline"]
-    runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "mcptape": []}
+    runs: dict[str, list[tuple[float, float, float, float]]] = {"direct": [], "mcptape": []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             runs["direct"].append(long_line(long_server))
@@ -143,11 +147,14 @@ def main() -> None:
         (statistics.median(r[0] for r in runs[path]), statistics.median(r[1] for r in runs[path]))
         for path in ("direct", "mcptape"))
     peak = max(r[2] for r in runs["mcptape"])
+    cpu = {path: statistics.median(r[3] for r in runs[path]) for path in ("direct", "mcptape")}
     print(f"  one {a.line_mb} MB line, no newline: direct {direct:.2f} s   mcptape {wrapped:.2f} s   ratio "
           f"{wrapped / direct:.2f}; from the first byte {direct_flow:.2f} s vs {wrapped_flow:.2f} s, ratio "
-          f"{wrapped_flow / direct_flow:.2f} (goal <= 2); wrapper and server peak {peak:.0f} MB (goal < 200)")
+          f"{wrapped_flow / direct_flow:.2f} (goal <= 2); wrapper and server peak {peak:.0f} MB (goal < 200); CPU "
+          f"direct {cpu['direct']:.2f} s, mcptape {cpu['mcptape']:.2f} s (with its start-up)")
     figures.update(long_line_direct_s=direct, long_line_mcptape_s=wrapped, long_line_direct_flow_s=direct_flow,
-                   long_line_mcptape_flow_s=wrapped_flow, long_line_peak_mb=peak)
+                   long_line_mcptape_flow_s=wrapped_flow, long_line_peak_mb=peak, long_line_direct_cpu_s=cpu["direct"],
+                   long_line_mcptape_cpu_s=cpu["mcptape"])
     figures.emit()
 
 

@@ -5,6 +5,8 @@ cut (size, SHA-256, the first bytes)."""
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -85,3 +87,63 @@ def test_a_long_line_with_its_newline_is_cut_past_the_limit_and_the_next_line_is
         assert lines[0]["size"] == len(HEAD) + size + 5 and "msg" not in lines[0] and "partial" not in lines[0]
     else:
         assert len(lines[0]["msg"]["result"]["content"][0]["text"]) == size
+
+
+COPY = "import shutil, sys; shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer, 1 << 16)"
+
+
+def bulk_input(size: int) -> bytes:
+    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}' % (
+        b"y" * size)
+    return big + b'\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+
+
+def test_bulk_both_ways_goes_on_byte_for_byte_and_is_recorded_whole(tmp_path):
+    """Pipes at both ends: the client's 3 MB line and the server's echo of it go on by zero copy
+    (capture/handover.py), then the small line after them as read and written; all of it is in the tape whole."""
+    data = bulk_input(3_000_000)
+    proc = subprocess.Popen([MCPTAPE, "record", "-o", str(tmp_path / "t.mcptape"), "--", sys.executable, "-c", COPY],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(data, timeout=60)
+    assert proc.returncode == 0, err
+    assert out == data
+    lines = [r for r in read(tmp_path / "t.mcptape").records if r["kind"] == records.STDIO_LINE]
+    order = [(r["dir"], r["msg"]["id"]) for r in lines]
+    assert sorted(order) == [("c2s", 1), ("c2s", 2), ("s2c", 1), ("s2c", 2)]
+    assert order.index(("c2s", 1)) < order.index(("s2c", 1))  # causal: the server answered what it had been sent
+    assert all(len(r["msg"]["params"]["arguments"]["text"]) == 3_000_000 for r in lines if r["msg"]["id"] == 1)
+
+
+def test_ends_zero_copy_cannot_use_are_read_and_written(tmp_path):
+    """stdin a regular file (tee refuses it), stdout a file opened to append (splice refuses it): the same bytes
+    arrive, and the tape is the same."""
+    data = bulk_input(3_000_000)
+    (tmp_path / "in").write_bytes(data)
+    with open(tmp_path / "in", "rb") as stdin, open(tmp_path / "out", "ab") as stdout:
+        proc = subprocess.run([MCPTAPE, "record", "-o", str(tmp_path / "t.mcptape"), "--", sys.executable, "-c", COPY],
+                              stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out").read_bytes() == data
+    lines = [r for r in read(tmp_path / "t.mcptape").records if r["kind"] == records.STDIO_LINE]
+    assert sorted((r["dir"], r["msg"]["id"]) for r in lines) == [("c2s", 1), ("c2s", 2), ("s2c", 1), ("s2c", 2)]
+
+
+def test_the_tape_writer_killed_mid_bulk_the_client_still_gets_every_byte(tmp_path):
+    size = 20_000_000
+    proc = subprocess.Popen([MCPTAPE, "record", "-o", str(tmp_path / "t.mcptape"), "--", sys.executable, SERVER,
+                             str(size), "newline"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    digest = hashlib.sha256(first := proc.stdout.read(1 << 20))  # the relay is mid-line, waiting on us
+    deadline = time.monotonic() + 30
+    while len(kids := Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()) < 2:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    writer = [k for k in kids if Path(f"/proc/{k}/cmdline").read_text().split("\0")[1] != SERVER]  # forked from us
+    os.kill(int(writer[0]), signal.SIGKILL)
+    got = len(first)
+    while chunk := proc.stdout.read(1 << 20):
+        digest.update(chunk)
+        got += len(chunk)
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    assert (digest.hexdigest(), got) == expected(size, ended=True)

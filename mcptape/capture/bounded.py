@@ -3,7 +3,9 @@
 The recorder writes what passed as one record; a reader refuses a record over its limit (MCPTAPE_MAX_RECORD_MB), so
 a 100 MB line recorded whole could never be read back, and holding it whole costs its size in memory (or its size
 squared in time, grown one chunk at a time). So the parts are kept in a list (no copy as they come); past the limit
-only the first bytes are kept and the rest is counted and hashed as it passes (records.cut_body).
+only the first bytes are kept and the rest is counted and hashed as it passes (records.cut_body). Past _EARLY bytes
+the parts are hashed as they come, so the hash is ready when the limit is passed: hashed then at once, 63 MB held
+stalled the relay's tape writer (or mitmproxy's loop) ~50 ms while more piled up behind.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..tape.codec import max_record
 
 # A record carries a little besides its body (kind, time, direction; headers for HTTP): keep room for it.
 _ROOM = 1 << 20
+_EARLY = 1 << 20
 
 
 def body_limit() -> int:
@@ -27,7 +30,8 @@ class Bounded:
         self.limit = limit
         self.size = 0
         self._parts: list[bytes] = []
-        self._hash = None  # hashlib's, once over the limit
+        self._hash = None  # hashlib's, once past _EARLY
+        self._cut = False
 
     def add(self, data: bytes) -> None:
         if not data:
@@ -35,12 +39,15 @@ class Bounded:
         self.size += len(data)
         if self._hash is not None:
             self._hash.update(data)
+        if self._cut:
             return
         self._parts.append(data)
-        if self.size > self.limit:  # from here on only the first bytes are kept
+        if self._hash is None and self.size > min(_EARLY, self.limit):
             self._hash = hashlib.sha256()
             for part in self._parts:
                 self._hash.update(part)
+        if self.size > self.limit:  # from here on only the first bytes are kept
+            self._cut = True
             first, kept = [], 0
             for part in self._parts:
                 if kept >= records.CUT_KEEP:
@@ -56,7 +63,7 @@ class Bounded:
 
     @property
     def cut(self) -> bool:
-        return self._hash is not None
+        return self._cut
 
     def whole(self) -> bytes:
         """All of it (only when not cut)."""
@@ -64,9 +71,9 @@ class Bounded:
 
     def fields(self) -> records.Record:
         """The record's body fields: the body as records.body reads it, or what was kept of one too large."""
-        if self._hash is None:
+        if not self._cut:
             return records.body(self.whole())
         return records.cut_body(self._parts[0], self.size, self._hash.hexdigest(), self.limit)
 
     def clear(self) -> None:
-        self.size, self._parts, self._hash = 0, [], None
+        self.size, self._parts, self._hash, self._cut = 0, [], None, False

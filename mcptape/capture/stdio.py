@@ -5,10 +5,11 @@ byte for byte, each chunk forwarded as soon as it is read (no added buffering: a
 through). Recording is off that path, in a process of its own (the tape writer, forked before the server starts):
 a chunk is handed to it as it was read (with the time) and goes on; only there is it cut into lines, parsed,
 redacted and written. A thread would share the interpreter's lock with the relay, and each message it parses would
-then stand between a read and its write: the relay ran at half a direct pipe's speed so. The hand-over is one pipe
-for all three streams, written before forwarding, so the tape stays causal: the peer cannot answer a line before it
-is on its way to the tape. We write nothing of our own to stdout, forward signals, and exit as the server did
-(after the tape writer finished).
+then stand between a read and its write: the relay ran at half a direct pipe's speed so. The hand-over
+(capture/handover.py) is framed in one pipe for all three streams, written before forwarding, so the tape stays
+causal: the peer cannot answer a line before it is on its way to the tape; bulk data where no edit can fire goes
+on by zero copy (tee and splice). We write nothing of our own to stdout, forward signals, and exit as the server
+did (after the tape writer finished).
 
 A line is gathered as a list of its parts (capture/bounded.py), so time stays linear in its length; one longer
 than a reader takes whole is recorded cut (its first bytes, size and SHA-256), never held whole, and always
@@ -20,14 +21,11 @@ must start fast (it imports neither mitmproxy nor asyncio machinery).
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import functools
 import os
 import pickle
 import queue
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -40,21 +38,15 @@ from ..tape import json_form, records
 from ..tape.file import Writer
 from ..wire import jsonrpc
 from .bounded import Bounded, body_limit
+from .handover import Handover, widen, write_all
 
 _STDERR = "stderr"  # the tape writer's name for the server's stderr, beside records.C2S and records.S2C
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _CHUNK = 65536
-# What goes to the tape writer: frames of (what, time, length) and the bytes; `what` is a pipe, or a record made
-# here (pickled). The pipe between is made large where the system allows, so bursts pass without waiting for the
-# writer; past it a pump waits (memory stays bounded when the tape is slower than the pipes).
-_FRAME = struct.Struct("<BdI")
-_PIPES = (records.C2S, records.S2C, _STDERR)
-_RECORD = len(_PIPES)
-_HANDOVER = 1 << 20
+_PIPES = (records.C2S, records.S2C, _STDERR)  # what the tape writer is handed (capture/handover.py): a pipe's bytes,
+_RECORD = len(_PIPES)  # or a record made here (pickled)
 _NICE = 10  # the tape can wait; the relay cannot: on a busy machine the writer gets what the relay leaves
-_LIGHT = 4096  # a read of fewer bytes is light traffic (a message or a few); a bulk read never waits (below)
-_GATHER = 0.01  # seconds the tape writer lets frames gather between reads (fewer wake-ups, larger writes)
-_BACKLOG = 32  # reads of the hand-over (up to _HANDOVER bytes each) the tape writer may hold while it writes
+_BACKLOG = 32  # batches of the hand-over (about 1 MB each) the tape writer may hold while it writes
 
 
 class StdioRecorder:
@@ -64,7 +56,7 @@ class StdioRecorder:
         self.redactor = redactor or Redactor()
         # The hand-over to the tape writer (run() forks it): its lock is held only to read the time and write one
         # frame, so frames go in the order their times say.
-        self._tape: int | None = None
+        self._handover: Handover | None = None
         self._tape_lock = threading.Lock()
         self._tape_writer = 0
         # Live edits (edits.Editor): the plans for requests in flight, by id; the server's answers are then relayed
@@ -84,44 +76,38 @@ class StdioRecorder:
             try:
                 made = pickle.dumps(make(t), pickle.HIGHEST_PROTOCOL)
             except Exception as e:
-                _write_all(2, f"mcptape: recording failed ({type(e).__name__}: {e}); the server keeps running\n"
-                           .encode())
+                write_all(2, f"mcptape: recording failed ({type(e).__name__}: {e}); the server keeps running\n"
+                          .encode())
                 return
-            self._hand_over(_RECORD, t, made)
+            self._handover.send(_RECORD, t, made)
 
     def queue(self, pipe: str, chunk: bytes) -> None:
         """Record what was read from a pipe (b"": it ended), before it goes on."""
         with self._tape_lock:
-            self._hand_over(_PIPES.index(pipe), time.time(), chunk)
-
-    def _hand_over(self, what: int, t: float, data: bytes) -> None:
-        if self._tape is not None and not _write_all(self._tape, _FRAME.pack(what, t, len(data)), data):
-            os.close(self._tape)
-            self._tape = None  # the tape writer is gone (it said why): relaying goes on
+            self._handover.send(_PIPES.index(pipe), time.time(), chunk)
 
     def _start_tape_writer(self) -> None:
         """Fork the process that writes the tape, before the server starts (so it holds none of the server's
         pipes). It lives until the hand-over ends (run's end, or ours), whatever signal the client sends us."""
-        read_end, write_end = os.pipe()
-        try:
-            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _HANDOVER)
-        except (AttributeError, OSError):  # not Linux, or past /proc/sys/fs/pipe-max-size: the default pipe
-            pass
+        # Zero copy where no edit can change what goes on: the client's lines with no editor, the server's
+        # without one (its stdout is read line by line for edits, _pump_edited).
+        spliced = () if self.editor is not None else (_PIPES.index(records.C2S), _PIPES.index(records.S2C))
+        self._handover = Handover(spliced)
         pid = os.fork()
         if pid:
-            os.close(read_end)
-            self._tape, self._tape_writer = write_end, pid
+            self._handover.sender()
+            self._tape_writer = pid
             return
         code = 1
         try:
-            os.close(write_end)
+            self._handover.receiver()
             for sig in FORWARDED:
                 signal.signal(sig, signal.SIG_IGN)
             os.nice(_NICE)
             devnull = os.open(os.devnull, os.O_RDWR)
             os.dup2(devnull, 0)
             os.dup2(devnull, 1)  # the client's stdout is the server's alone, and its end is not ours to hold
-            _TapeWriter(self.writer, self.redactor, self.limit).run(read_end)
+            _TapeWriter(self.writer, self.redactor, self.limit).run(self._handover)
             code = 0
         finally:
             os._exit(code)  # never the parent's exit path (it closes the tape)
@@ -129,9 +115,7 @@ class StdioRecorder:
     def _end_tape_writer(self) -> None:
         if self._tape_writer:
             with self._tape_lock:
-                if self._tape is not None:
-                    os.close(self._tape)
-                    self._tape = None
+                self._handover.close()
             os.waitpid(self._tape_writer, 0)
             self._tape_writer = 0
 
@@ -157,6 +141,7 @@ class StdioRecorder:
             raise StartError(message, code) from None
 
         self._proc = proc  # a live edit may end it (refuse-discover answer=exit)
+        widen(proc.stdout.fileno())
         previous = {sig: signal.signal(sig, lambda s, _f: _forward(proc, s)) for sig in FORWARDED}
         answers = self._pump if self.editor is None else self._pump_edited
         pumps = [
@@ -209,9 +194,13 @@ class StdioRecorder:
                         planned.clear()
                         passing = False
             if dst_alive and out:
-                dst_alive = _write_all(dst, out)
+                dst_alive = write_all(dst, out)
+            # A full read: bulk, which goes on by zero copy where it can until it thins out (capture/handover.py)
+            if planned is None and len(chunk) == _CHUNK and self._handover.relay(src, dst, _PIPES.index(direction),
+                                                                                  self._tape_lock):
+                break
         if planned is not None and planned.size and not passing and dst_alive:
-            _write_all(dst, planned.whole())  # the last bytes, with no newline after them
+            write_all(dst, planned.whole())  # the last bytes, with no newline after them
         self.queue(direction, b"")
         self.record(lambda t: records.stdio_eof(t, direction))  # who left, and when: nothing sent after is theirs
         if at_eof is not None:
@@ -262,7 +251,7 @@ class StdioRecorder:
             if passing is not None:
                 passing.add(part)
                 with self._out_lock:
-                    _write_all(dst, part + b"\n" if ended else part)
+                    write_all(dst, part + b"\n" if ended else part)
                 if ended:
                     self.record(lambda t: _line(t, direction, passing))
                     passing = None
@@ -303,12 +292,12 @@ class StdioRecorder:
     def _send(self, dst: int, line: bytes, make: Callable, end: bytes = b"\n") -> None:
         with self._out_lock:
             self.record(lambda t: make(t, records.S2C, line))
-            _write_all(dst, line + end)
+            write_all(dst, line + end)
 
     def _pump_stderr(self, src: int) -> None:
         while chunk := _read(src):
             self.queue(_STDERR, chunk)
-            _write_all(2, chunk)
+            write_all(2, chunk)
         self.queue(_STDERR, b"")
 
 
@@ -321,33 +310,22 @@ class _TapeWriter:
         self._lines = [Bounded(limit) for _ in _PIPES]  # each pipe's line so far
         self.failure: str | None = None
 
-    def run(self, fd: int) -> None:
-        """Write what comes until the hand-over ends. A thread of its own reads it ahead (up to _BACKLOG reads), so
-        the relay does not wait on a line being hashed or a slow disk until that much is behind."""
-        reads: queue.Queue[bytes] = queue.Queue(_BACKLOG)
-        threading.Thread(target=_read_ahead, args=(fd, reads), daemon=True).start()
-        pending = bytearray()
-        while data := reads.get():
-            pending += data
+    def run(self, handover: Handover) -> None:
+        """Write what comes until the hand-over ends. A thread of its own reads it ahead (up to _BACKLOG batches),
+        so the relay does not wait on a line being hashed or a slow disk until that much is behind."""
+        batches: queue.Queue[list] = queue.Queue(_BACKLOG)
+        threading.Thread(target=handover.read_ahead, args=(batches,), daemon=True).start()
+        while batch := batches.get():
             made: list[records.Record] = []
-            at = 0
-            with memoryview(pending) as view:
-                while len(view) - at >= _FRAME.size:
-                    what, t, size = _FRAME.unpack_from(view, at)
-                    end = at + _FRAME.size + size
-                    if end > len(view):
-                        break
-                    item = view[at + _FRAME.size:end].tobytes()
-                    at = end
-                    if self.failure is None:
-                        try:
-                            if what == _RECORD:
-                                made.append(pickle.loads(item))
-                            else:
-                                self._cut(t, what, item, made)
-                        except Exception as e:
-                            self._stop(e)
-            del pending[:at]
+            for what, t, item in batch:
+                if self.failure is None:
+                    try:
+                        if what == _RECORD:
+                            made.append(pickle.loads(item))
+                        else:
+                            self._cut(t, what, item, made)
+                    except Exception as e:
+                        self._stop(e)
             self._write(made)
 
     def _write(self, made: list[records.Record]) -> None:
@@ -378,15 +356,7 @@ class _TapeWriter:
         # A full disk must not break the client's server: say so once, keep relaying (the hand-over is still read).
         if self.failure is None:
             self.failure = f"{type(e).__name__}: {e}"
-            _write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
-
-
-def _read_ahead(fd: int, reads: queue.Queue) -> None:
-    while data := _read(fd, _HANDOVER):
-        reads.put(data)
-        if len(data) < _LIGHT:
-            time.sleep(_GATHER)  # light traffic: let frames gather, a wake-up per message would cost the relay
-    reads.put(b"")
+            write_all(2, f"mcptape: recording stopped ({self.failure}); the server keeps running\n".encode())
 
 
 class StartError(Exception):
@@ -433,21 +403,6 @@ def _read(fd: int, size: int = _CHUNK) -> bytes:
         return os.read(fd, size)
     except OSError:
         return b""
-
-
-def _write_all(fd: int, data: bytes, more: bytes = b"") -> bool:
-    """Write all of data (and then more, in the same system call while it fits); False when the reader is gone."""
-    try:
-        done = os.writev(fd, (data, more)) if more else os.write(fd, data)
-        if done < len(data) + len(more):  # a full pipe taking part, or a signal: the rest as it goes
-            view = memoryview(data + more)[done:]
-            while view:
-                view = view[os.write(fd, view):]
-    except OSError as e:
-        if e.errno in (errno.EPIPE, errno.EBADF, errno.EINVAL):
-            return False
-        raise
-    return True
 
 
 def _forward(proc: subprocess.Popen, sig: int) -> None:

@@ -108,4 +108,4 @@ def use_colour(option: bool | None, err: bool = False) -> bool:
     https://no-color.org)."""
     if option is not None:
         return option
-    return not os.environ.get("NO_COLOR") and click.get_text_stream("stderr" if err else "stdout").isatty()
+    return not os.environ.get("NO_COLOR") and (sys.stderr if err else sys.stdout).isatty()

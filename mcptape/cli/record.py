@@ -117,7 +117,7 @@ def record(upstream, listen, output, append, force, mode, record_all, allow_dest
         raise Failure("--allow-host and --allow-origin are for reverse mode (a regular proxy's Host names where "
                       "the request goes)")
     editor = make_editor(edits_file, edit, edits_json, live=True)
-    live = not quiet and click.get_text_stream("stderr").isatty()
+    live = not quiet and sys.stderr.isatty()
     _record_http(upstream, listen, output, write_mode, mode, record_all, redactor, insecure, verbose,
                  editor, use_colour(colour, err=True) if live else None,
                  {"mcptape_allow_host": list(allow_hosts), "mcptape_allow_origin": list(allow_origins),
