@@ -26,13 +26,6 @@ BIN = Path(sys.executable).parent
 MCPTAPE = str(BIN / "mcptape")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The in-memory tier (tests/core) runs last. Under xdist the workers take tests in this order: the real-peer
-    tests, some of them many seconds long, go first, and the hundreds of short core tests then fill whichever
-    worker frees up first, so neither idles at the end waiting on the other's last long test."""
-    items.sort(key=lambda item: item.path.parent.name == "core")
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
