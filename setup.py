@@ -1,12 +1,44 @@
-"""A guard only: the project is declared in pyproject.toml. Building from source on a Python older than 3.12 stops
-here with one clear line, before pip goes looking for a mitmproxy 12 that does not exist for that Python (and then
-blames mitmproxy). A wheel needs no guard: pip reads its Requires-Python."""
+"""The project is declared in pyproject.toml; this adds the compiled core (docs/compiled.md): the modules listed
+under [tool.mcptape-build] compiled, built with mypyc when a C compiler is there, unless MCPTAPE_PURE=1 (and
+always pure in an editable install: backend.py). Without a compiler the same package installs as pure Python.
 
+It also guards: building from source on a Python older than 3.12 stops here with one clear line, before pip goes
+looking for a mitmproxy 12 that does not exist for that Python (and then blames mitmproxy). A wheel needs no guard:
+pip reads its Requires-Python."""
+
+import os
+import shutil
 import sys
+import sysconfig
 
 from setuptools import setup
 
 if sys.version_info < (3, 12):
     sys.exit(f"mcptape: needs Python 3.12 or newer (mitmproxy 12 does), this is Python {sys.version.split()[0]}: "
              "make the venv with python3.12 or newer (python3.12 -m venv .venv)")
-setup()
+
+
+def compiled_core() -> list:
+    """The core's extension modules, or none: pure Python when asked, or when there is no C compiler."""
+    if os.environ.get("MCPTAPE_PURE") == "1":
+        return []
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:  # the pure package works the same, slower
+        print(f"mcptape: no C compiler ({cc}): installing the pure-Python core", file=sys.stderr)
+        return []
+    import tomllib
+
+    from mypyc.build import mypycify
+
+    with open("pyproject.toml", "rb") as f:
+        modules = tomllib.load(f)["tool"]["mcptape-build"]["compiled"]
+    # mypy's Optional and argument checks are off for the build: where the code is not annotated that narrowly
+    # (an Exchange | None read as set, a dict key from a record), mypyc compiles a dynamic operation
+    loose = [f"--disable-error-code={code}" for code in ("union-attr", "arg-type", "assignment", "attr-defined",
+                                                         "call-arg", "index", "operator", "var-annotated")]
+    # one shared library for them all (calls between them stay native), inside the package: mcptape/core__mypyc
+    return mypycify([*loose, "--ignore-missing-imports", "--follow-imports=silent", *modules], opt_level="3",
+                    group_name="mcptape.core")
+
+
+setup(ext_modules=compiled_core())

@@ -10,6 +10,7 @@ also when every result hands out an id the dead-id rule must remember. Goals: ch
 check --requirements (the verdict table) >= 0.35x, memory flat in tape size.
 diff: wall time on two tapes of --diff-calls calls each that differ in one result in a thousand, the median of up to
 three runs. Goal: < 2 s.
+It says whether it measured the compiled core (docs/compiled.md): MCPTAPE_COMPILED=1 bench/run measures that one.
 """
 
 from __future__ import annotations
@@ -119,8 +120,12 @@ def main() -> None:
     # An installed mcptape has its bytecode compiled (pip does it); an editable checkout under
     # PYTHONDONTWRITEBYTECODE would compile every module at every start, which no user pays.
     import mcptape as package
+    from mcptape import model
 
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(package.__file__).parent)], check=True)
+    compiled = Path(model.__file__).suffix != ".py"  # the core mypyc compiles (docs/compiled.md)
+    print("core: compiled (mypyc)" if compiled else
+          "core: pure Python (the compiled one, as a wheel ships it: MCPTAPE_COMPILED=1 bench/run; docs/compiled.md)")
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big.mcptape", Path(tmp) / "small.mcptape"
         n_big = generate(big, a.records // 5)
@@ -151,7 +156,7 @@ def main() -> None:
             generate(tape, calls, ids=True)
         ids_mb = [measure([mcptape, "check", str(tape), "--fail-on", "never"])[1] for tape in with_ids]
         print(f"  the same when every result hands out a thread id: {ids_mb[0]} MB, and {ids_mb[1]} MB at 4x")
-        figures.update(rounds=a.rounds, records=n_big, small_records=n_small,
+        figures.update(compiled=compiled, rounds=a.rounds, records=n_big, small_records=n_small,
                        plain_rps=n_big / statistics.median(plain_s), check_rps=n_big / statistics.median(check_s),
                        ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
                        requirements_ratio=statistics.median(table_ratios),

@@ -6,9 +6,11 @@ One demo SDK server (stateless, SSE responses: every call goes through the SSE s
 direct, bare `mitmdump --mode reverse:…`, `mcptape record` (redaction on, the default) and `mcptape record
 --no-redact`. Rounds are interleaved in a shuffled order so drift on the machine hits all alike. Reported: median
 latency per path, the latency each proxy adds over direct, and the ratio mcptape/mitmdump with redaction on and off
-(goal: <= 1.10 with it on), and the CPU each proxy process spent per call (from /proc: on a loaded machine a steadier
-figure than latency, and the one the recorder's own work shows in). `--text-bytes N` calls `start_thread` with N bytes of prose instead of `add`, so the
-redactor has a body to read. Never run in CI; never a pass/fail.
+(goal: <= 1.00 with it on), and the CPU each proxy process spent per call (from /proc: on a loaded machine a steadier
+figure than latency, and the one the recorder's own work shows in). `--text-bytes N` calls `start_thread` with N
+bytes of prose instead of `add`, so the redactor has a body to read. `--before DIR` adds a fifth path, `mcptape
+record` run from the source tree DIR (say, `git worktree add DIR main`), in the same interleaved rounds: a change's
+before and after measured in one run. Never run in CI; never a pass/fail.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--calls", type=int, default=40)
     p.add_argument("--text-bytes", type=int, default=0)
+    p.add_argument("--before", metavar="DIR", help="also time `mcptape record` from this source tree")
     add_flag(p)
     a = p.parse_args()
     figures = Figures(a.json)
@@ -106,12 +109,14 @@ def main() -> None:
                  "--mode", f"reverse:http://127.0.0.1:{up}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             paths = {"direct": up, "mitmdump": dump}
             pids = {"direct": procs[0].pid, "mitmdump": procs[1].pid}  # direct: the server's own CPU
-            for name, flags in (("mcptape", []), ("no-redact", ["--no-redact"])):
+            recorders = [("mcptape", []), ("no-redact", ["--no-redact"])] + ([("before", [])] if a.before else [])
+            for name, flags in recorders:
                 paths[name] = free_port()
+                env = {**os.environ, "PYTHONPATH": a.before} if name == "before" else None
                 procs.append(subprocess.Popen(
-                    [str(BIN / "mcptape"), "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
+                    [sys.executable, "-m", "mcptape", "record", "--upstream", f"http://127.0.0.1:{up}/mcp", "--listen",
                      f"127.0.0.1:{paths[name]}", "-o", str(Path(tmp) / f"{name}.mcptape"), *flags],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp))  # (not this tree first)
                 pids[name] = procs[-1].pid
             for port in paths.values():
                 wait_for(port)
@@ -133,18 +138,20 @@ def main() -> None:
                 proc.wait(10)
         records = sum(1 for _ in Reader(Path(tmp) / "mcptape.mcptape"))
     median = {name: statistics.median(values) * 1000 for name, values in samples.items()}
-    added = {name: median[name] - median["direct"] for name in ("mitmdump", "mcptape", "no-redact")}
+    added = {name: median[name] - median["direct"] for name in paths if name != "direct"}
     call = f"start_thread with {a.text_bytes} bytes of text" if a.text_bytes else "add"
     print(f"{a.rounds} interleaved rounds x {a.calls} calls per path; tools/call {call} over SSE, median latency")
     for name in paths:
         extra = f"  (+{added[name]:.3f} ms over direct)" if name in added else ""
         print(f"  {name:9} {median[name]:7.3f} ms{extra}")
     print(f"  ratio mcptape/mitmdump added latency: {added['mcptape'] / added['mitmdump']:.2f} with redaction, "
-          f"{added['no-redact'] / added['mitmdump']:.2f} with --no-redact  (goal <= 1.10)")
+          f"{added['no-redact'] / added['mitmdump']:.2f} with --no-redact  (goal <= 1.00)"
+          + (f"; before ({a.before}): {added['before'] / added['mitmdump']:.2f}" if a.before else ""))
     cpu_us = {name: sum(values) / len(values) * 1e6 for name, values in cpu.items()}
     print(f"  CPU per call, each process: " + "   ".join(f"{name} {us:.0f} us" for name, us in cpu_us.items()) +
           f"; mcptape/mitmdump {cpu_us['mcptape'] / cpu_us['mitmdump']:.2f} with redaction, "
-          f"{cpu_us['no-redact'] / cpu_us['mitmdump']:.2f} with --no-redact")
+          f"{cpu_us['no-redact'] / cpu_us['mitmdump']:.2f} with --no-redact"
+          + (f", before {cpu_us['before'] / cpu_us['mitmdump']:.2f}" if a.before else ""))
     print(f"  tape: {records} records")
     figures.update(rounds=a.rounds, calls=a.calls, direct_ms=median["direct"], records=records,
                    **{f"{name.replace('-', '_')}_added_ms": ms for name, ms in added.items()},

@@ -5,11 +5,10 @@ them (check, diff, report, show, replay)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 from .facts import Outcome
-from .lifecycle import Life
+from .lifecycle import Life, Transition
 from .tape import records
 
 # How a session reached us. The rules each transport obeys differ (docs/transports.md).
@@ -39,13 +38,34 @@ class Session:
 
     # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
     # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
-    opened = property(attrgetter("life.opened"))
-    dead = property(attrgetter("life.dead"))
-    ended = property(attrgetter("life.ended"))
-    superseded = property(attrgetter("life.superseded"))
-    refused_with = property(attrgetter("life.refused_with"))
-    unknown = property(attrgetter("life.unknown"))
-    midway = property(attrgetter("life.midway"))
+    # (plain properties, not property(attrgetter(...)): mypyc compiles these, docs/compiled.md)
+    @property
+    def opened(self) -> Transition | None:
+        return self.life.opened
+
+    @property
+    def dead(self) -> Transition | None:
+        return self.life.dead
+
+    @property
+    def ended(self) -> Transition | None:
+        return self.life.ended
+
+    @property
+    def superseded(self) -> Transition | None:
+        return self.life.superseded
+
+    @property
+    def refused_with(self) -> int | None:
+        return self.life.refused_with
+
+    @property
+    def unknown(self) -> bool:
+        return self.life.unknown
+
+    @property
+    def midway(self) -> bool:
+        return self.life.midway
 
     @property
     def short(self) -> str:
@@ -57,7 +77,7 @@ class Session:
         return self.label[:8]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Exchange:
     """One HTTP request and what came back, while it is open. When it ends, its headers and bodies are dropped:
     calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
@@ -83,6 +103,17 @@ class Exchange:
     mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
     passed: Passed | None = None  # its records, while an observer reads whole exchanges
 
+    # (written out, as Call's and Seen's: mypyc compiles a class's own __init__, not the one @dataclass generates;
+    # a new field is set here too)
+    def __init__(self, number: int, seq: int, t: float, method: str, conn: int | None, session: Session | None,
+                 sent_session: str | None, version_header: str | None, headers: list, msg: Any = None,
+                 injected: bool = False, mcp: bool = True) -> None:
+        self.number, self.seq, self.t, self.method, self.conn, self.session = number, seq, t, method, conn, session
+        self.sent_session, self.version_header, self.headers, self.msg = sent_session, version_header, headers, msg
+        self.injected, self.mcp = injected, mcp
+        self.status = self.last_event_id = self.last_sse_id = self.end = self.passed = None
+        self.get_stream = self.calls_known = False
+
 
 @dataclass(slots=True)
 class Passed:
@@ -97,7 +128,7 @@ class Passed:
     records: list[dict] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Call:
     """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
     whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
@@ -124,6 +155,14 @@ class Call:
     # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
     key: tuple = ()
     token_key: tuple | None = None
+
+    # (written out, as Exchange's; a new field is set here too)
+    def __init__(self, tape: str, session: Session, dir: str, id: Any, method: str, request: dict | None, seq: int,
+                 t: float, exchange: Exchange | None = None, injected: bool = False) -> None:
+        self.tape, self.session, self.dir, self.id, self.method, self.request = tape, session, dir, id, method, request
+        self.seq, self.t, self.exchange, self.injected = seq, t, exchange, injected
+        self.response = self.response_seq = self.cancel = self.outcome = self.token_key = None
+        self.progress = self.key = ()
 
     @property
     def answered(self) -> bool:

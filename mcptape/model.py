@@ -15,6 +15,7 @@ POST's own stream, on a later GET (resumed stream), on a legacy SSE channel, or 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,10 +78,10 @@ class Model:
 
     # -- feeding ---------------------------------------------------------------------------------------------------
 
-    def feed_tape(self, name: str, items: Iterable[dict]) -> Iterator[Any]:
+    def feed_tape(self, name: str | os.PathLike[str], items: Iterable[dict]) -> Iterator[Any]:
         """What the observers make of each record of a tape (usually nothing), in order. The hot loop of check,
         diff, show and replay: one pass, locals only."""
-        self.tape = name
+        self.tape = name = os.fspath(name)
         self._run = 0
         self._exchanges = {}
         self._started = False

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mypy_extensions import mypyc_attr
+
 from .conversation import Call, Exchange, Session
 from .facts import Fact
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from .model import Model
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Seen:
     """A record as the model understands it: where it sits, its message, which session and exchange it belongs to,
     and the facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late
@@ -30,10 +32,19 @@ class Seen:
     exchange: Exchange | None = None
     notes: tuple[Fact, ...] = ()
 
+    # (written out: mypyc compiles a class's own __init__, not the one @dataclass generates, docs/compiled.md; a new
+    # field is set here too)
+    def __init__(self, tape: str, seq: int, record: dict, kind: Any, t: float = 0.0, msg: Any = None,
+                 session: Session | None = None, exchange: Exchange | None = None,
+                 notes: tuple[Fact, ...] = ()) -> None:
+        self.tape, self.seq, self.record, self.kind, self.t, self.msg = tape, seq, record, kind, t, msg
+        self.session, self.exchange, self.notes = session, exchange, notes
+
     def note(self, fact: Fact) -> None:
         self.notes += (fact,)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (docs/compiled.md), subclassed by plain Python readers
 class Observer:
     """Override what you need. Findings or anything else come back as iterables. `record` runs for every record of
     the kinds in `kinds` (of every kind when None), so it returns None fast when a record is not its business;

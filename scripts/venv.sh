@@ -1,6 +1,8 @@
 # Sourced by scripts/demo and scripts/test: make (or reuse) the venv and install mcptape with the given extra. A
 # fresh machine needs nothing but a Python 3.12+ (pyenv's, through .python-version, here). $MCPTAPE_VENV names
 # another venv folder and $MCPTAPE_PYTHON the interpreter to make it with (CI runs the suite on 3.12 that way).
+# MCPTAPE_COMPILED=1 compiles the core with mypyc in place, as a wheel ships it (CI and bench/ run that way);
+# without it the checkout runs pure Python (docs/compiled.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 extra="$1"
@@ -31,4 +33,22 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if [ "$status" -eq 0 ]; then
     printf '%s\n' "$want" > "$stamp"
   fi
+fi
+# The compiled core sits beside its sources (mcptape/**/*.so): built again whenever a source is newer than it, and
+# removed for a pure run, so no run ever imports a compiled module older than its source.
+suffix="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+if [ "${MCPTAPE_COMPILED:-}" = "1" ]; then
+  core="mcptape/core__mypyc$suffix"
+  if [ ! -e "$core" ] ||
+     [ -n "$(find mcptape setup.py pyproject.toml -newer "$core" \( -name '*.py' -o -name '*.toml' \) | head -1)" ]; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $("$venv/bin/python" -c \
+      'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])') 2>&1 |
+      grep -v -e "^WARNING: Location" -e "is ignored: it is neither a file nor a directory" -e "^$" || true
+    echo "mcptape: compiling the core with mypyc (a minute)..." >&2
+    find mcptape -name "*.so" -delete  # (a module taken off the list must not stay compiled)
+    "$venv/bin/python" setup.py --quiet build_ext --inplace >/dev/null
+    touch "$core"
+  fi
+else
+  find mcptape -name "*.so" -delete  # (every Python's: a compiled core is only ever as new as this run made it)
 fi

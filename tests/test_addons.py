@@ -3,6 +3,7 @@ from a checkout by path, and from a wheel installed in a fresh virtualenv by `mc
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import site
@@ -65,12 +66,13 @@ def test_mitmdump_loads_addons_record_py_from_a_checkout(demo_server, tmp_path):
 def test_a_wheel_in_a_fresh_venv_has_the_scripts_once_and_records(demo_server, tmp_path):
     source = tmp_path / "source"  # a copy, so the build leaves nothing in the checkout
     for folder in ("mcptape", "addons"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for name in ("pyproject.toml", "README.md", "setup.py", "backend.py"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(source), "-w", str(wheels)],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "MCPTAPE_PURE": "1"})  # (the compiled wheel: tests/peers/test_packaging)
     assert built.returncode == 0, built.stderr
     [wheel] = wheels.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -282,3 +282,52 @@ def test_in_process_the_recorder_takes_the_parsed_editor_and_redactor_as_objects
     assert read(tape).header["redaction"] == redactor.describe()
     [request] = [r for r in records(tape) if r["kind"] == "http.request"]
     assert dict(request["headers"])["x-team"].startswith("<redacted:")  # the given redactor's extra header
+
+
+def test_the_recording_proxy_hands_each_hook_to_the_addons_that_have_it_in_chain_order():
+    """`mcptape record`'s addon manager (capture/mitm/proxy.py) offers a hook only to the addons that have it,
+    looked up once: an addon added or removed later, and a sub-addon a parent (mitmproxy's script loader) takes on
+    while running, are seen as by mitmproxy's own manager, and a halt still stops the chain."""
+    from mitmproxy import exceptions, master, options
+    from mitmproxy.proxy.layers.http import HttpRequestHook
+
+    from mcptape.capture.mitm.proxy import Addons
+
+    got: list[str] = []
+
+    class Hooked:
+        def __init__(self, name: str, halt: bool = False) -> None:
+            self.name, self.halt = name, halt
+
+        async def request(self, flow) -> None:
+            got.append(self.name)
+            if self.halt:
+                raise exceptions.AddonHalt
+
+    class Parent:  # as mitmproxy's ScriptLoader: no hook of its own, children that change
+        name = "parent"
+
+        def __init__(self) -> None:
+            self.addons: list = []
+
+    class Silent:
+        name = "silent"
+
+    async def hooks_run() -> list[list[str]]:
+        m = master.Master(options.Options())
+        m.addons = Addons(m)
+        first, parent = Hooked("first"), Parent()
+        m.addons.add(first, Silent(), parent, Hooked("last"))
+        seen = []
+        for change in (lambda: None, lambda: parent.addons.append(m.addons.register(Hooked("child"))),
+                       lambda: m.addons.add(Hooked("added")), lambda: m.addons.remove(first),
+                       lambda: m.addons.add(Hooked("halts", halt=True), Hooked("after-halt"))):
+            change()
+            got.clear()
+            await m.addons.handle_lifecycle(HttpRequestHook(tflow.tflow()))
+            seen.append(list(got))
+        return seen
+
+    assert asyncio.run(hooks_run()) == [
+        ["first", "last"], ["first", "child", "last"], ["first", "child", "last", "added"],
+        ["child", "last", "added"], ["child", "last", "added", "halts"]]

@@ -59,20 +59,20 @@ def has_mcp_headers(headers: Sequence[tuple[str, str]]) -> bool:
     return bool(http.get(headers, http.SESSION_ID) or http.get(headers, http.PROTOCOL_VERSION))
 
 
-def looks_like_mcp(method: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+def looks_like_mcp(method: str, headers: Sequence[tuple[str, str]], body: bytes | jsonrpc.Body) -> bool:
     """A request with MCP's own headers, or a POST of JSON-RPC: what the recorder (with no endpoint named) and
-    mitmweb's MCP view take for MCP."""
+    mitmweb's MCP view take for MCP. `body` as it came, or as jsonrpc.parse read it."""
     if has_mcp_headers(headers):
         return True
     if method != "POST":
         return False
-    parsed = jsonrpc.parse(body)
+    parsed = body if isinstance(body, jsonrpc.Body) else jsonrpc.parse(body)
     return parsed.is_json and parsed.problem is None
 
 
 class HttpCapture:
     def __init__(self, sink: RecordSink, redactor: Redactor, scope: Scope, clock: Clock = time.time) -> None:
-        self.sink = _Redacting(sink, redactor) if redactor.enabled else sink
+        self.sink = _Redacting(sink, redactor)
         self.clock = clock
         self.redactor = redactor
         self.scope = scope
@@ -97,7 +97,10 @@ class HttpCapture:
         split = urlsplit(target)
         path = split.path or "/"
         query = http.query_pairs(target)
-        mcp = self._is_mcp(method, path, headers, body)
+        parsed = None  # with no endpoint named, a POST's body is read to tell MCP, and that reading is kept
+        if not self.scope.endpoints and method == "POST" and isinstance(body, bytes) and len(body) <= self.limit:
+            parsed = jsonrpc.parse(body)
+        mcp = self._is_mcp(method, path, headers, body, parsed)
         if not mcp and self.scope.mcp_only and not self.scope.record_all:
             return False
         number = self._next_exchange
@@ -110,28 +113,32 @@ class HttpCapture:
         session = http.get(redacted, http.SESSION_ID)
         if session is None and path in self._legacy_paths:
             session = http.legacy_session(redacted_query)
-        with_body = mcp or self.scope.record_all
+        fields, text = self._body(body, body_problem, parsed) if mcp or self.scope.record_all else ({}, None)
         self.sink.write(records.http_request(
             t, number, conn_number, method, path, redacted_query, redacted, session,
-            http.get(headers, http.PROTOCOL_VERSION), mcp, self._body(body, body_problem) if with_body else {},
-        ))
+            http.get(headers, http.PROTOCOL_VERSION), mcp, fields,
+        ), text)
         return True
 
-    def _body(self, body: Body, problem: str | None) -> records.Record:
+    def _body(self, body: Body, problem: str | None,
+              parsed: jsonrpc.Body | None = None) -> tuple[records.Record, bytes | None]:
+        """A body's fields, and the bytes they were read from (None when it was cut). `parsed`: the body read."""
         if isinstance(body, bytes) and len(body) > self.limit:
             kept = Bounded(self.limit)
             kept.add(body)
             body = kept
         if isinstance(body, Bounded):
             if not body.cut:
-                return records.body(body.whole(), problem)
-            fields = body.fields()
-            if problem:
-                fields["problem"] += f"; {problem}"
-            return fields
-        return records.body(body, problem)
+                body = body.whole()
+            else:
+                fields = body.fields()
+                if problem:
+                    fields["problem"] += f"; {problem}"
+                return fields, None
+        return records.body(body, problem, parsed), body
 
-    def _is_mcp(self, method: str, path: str, headers: list[tuple[str, str]], body: Body) -> bool:
+    def _is_mcp(self, method: str, path: str, headers: list[tuple[str, str]], body: Body,
+                parsed: jsonrpc.Body | None) -> bool:
         if path in self.scope.endpoints:
             return True
         if self.scope.endpoints:
@@ -141,7 +148,8 @@ class HttpCapture:
                 return True
             first = body.prefix if isinstance(body, Bounded) else body[:1024]  # not parsed: a JSON object is MCP
             return first.lstrip()[:1] == b"{"
-        return looks_like_mcp(method, headers, body) or (method == "GET" and http.accepts(headers, http.SSE))
+        return looks_like_mcp(method, headers, body if parsed is None else parsed) or (
+            method == "GET" and http.accepts(headers, http.SSE))
 
     # -- responses ---------------------------------------------------------------------------------------------
 
@@ -175,10 +183,10 @@ class HttpCapture:
             ex.stream.close()
         else:
             redacted = self.redactor.headers(headers)
-            fields = self._body(body, body_problem) if ex.mcp or self.scope.record_all else {}
+            fields, text = self._body(body, body_problem) if ex.mcp or self.scope.record_all else ({}, None)
             self._write(ex, records.http_response(
                 t, ex.number, status, reason, redacted, http.get(redacted, http.SESSION_ID), fields
-            ))
+            ), text)
         self._end(key, self.clock(), end, detail)
 
     def exchange_number(self, key: object) -> int | None:
@@ -212,10 +220,11 @@ class HttpCapture:
         ex.injected = True
         self.sink.write(records.edit(t, edits, detail, ex.number, withheld))
 
-    def _write(self, ex: _Exchange, record: records.Record) -> None:
+    def _write(self, ex: _Exchange, record: records.Record, text: bytes | str | None = None) -> None:
+        """`text`: what the record's body fields were read from (the redactor may then know them clean)."""
         if ex.injected:
             record["injected"] = True
-        self.sink.write(record)
+        self.sink.write(record, text)
 
     def _end(self, key: object, t: float, reason: str, detail: str | None = None) -> None:
         ex = self._exchanges.pop(key)
@@ -244,15 +253,19 @@ class HttpCapture:
 class _Redacting:
     """A sink that redacts each record on its way: bodies, texts and URLs of every kind of record, in one place.
     Headers and query parameters are the exception: the capture redacts them itself, as it reads the session from
-    them, so they are not read a second time (redaction is idempotent: the tape is the same)."""
+    them, so they are not read a second time (redaction is idempotent: the tape is the same). Nor are a body's
+    fields when the text they were read from is clean (Redactor.clean): most bodies hold nothing to redact, and
+    searching their text costs a fraction of walking their message."""
 
     _DONE = frozenset({"headers", "query"})
+    _CLEAN = _DONE | {"msg", "raw", "data"}  # the fields a body's or an event's text fills (records.body, sse_event)
 
     def __init__(self, sink: RecordSink, redactor: Redactor) -> None:
         self.sink, self.redactor = sink, redactor
 
-    def write(self, record: records.Record) -> None:
-        self.sink.write(self.redactor.record(record, self._DONE))
+    def write(self, record: records.Record, text: bytes | str | None = None) -> None:
+        clean = text is not None and self.redactor.clean(text)
+        self.sink.write(self.redactor.record(record, self._CLEAN if clean else self._DONE))
 
 
 @dataclass(frozen=True)
@@ -366,7 +379,7 @@ class SSEStream:
             if self.editor is not None:
                 self._edit(record)
             else:
-                self.capture._write(self.exchange, record)
+                self.capture._write(self.exchange, record, event.data)
             self._first_event_done = True
 
     def _edit(self, record: records.Record) -> None:

@@ -10,15 +10,19 @@ then) explains the pairs that differ.
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+import msgpack
 
 from ..facts import Outcome
 from ..model import Call, Model, Observer, collector_paused
 from ..blend import blend
 from ..wire import jsonrpc, pointer
-from ..tape.codec import decode_payload, pack
+from ..tape.codec import decode_payload, pack, packer
 from ..tape.file import Reader
 from .finding import Finding
 from .rules import all_rules
@@ -47,11 +51,10 @@ def to_json(differences: list[Difference]) -> dict:
             "summary": {"differences": len(differences), "kinds": kinds}}
 
 
-@dataclass(slots=True)
-class _Called:
+class _Called(NamedTuple):
     """What diff keeps of a call: enough to compare and name it, none of the transport around it. Params and answer
     (the result or the error), per-run noise dropped, are packed: equal bytes are equal calls without unpacking
-    anything, and the tapes are read in worker processes, whose calls cross back as one msgpack blob (_ship)."""
+    anything, and a tape read in a worker process crosses back as one msgpack blob (_ship)."""
 
     outcome: str
     packed: bytes  # (params, answer)
@@ -67,38 +70,40 @@ class _Collect(Observer):
     def __init__(self) -> None:
         self.calls: list[tuple[int, int, str, str, _Called]] = []  # seq, session, dir, method, what is kept
         self.sessions: dict[int, int] = {}
+        self._pack = packer().pack  # one packer for every call: msgpack.packb makes a new one each time
 
     def call(self, call: Call, model: Model) -> None:
         session = self.sessions.setdefault(id(call.session), len(self.sessions))
         outcome = _outcome(call)
         answer = call.response.get(outcome) if call.outcome.answered else None
         params = call.request.get("params")
-        packed = pack([_drop_noise(params), _drop_noise(answer)])
+        packed = self._pack([_drop_noise(params), _drop_noise(answer)])
         name = (params.get("name") or params.get("uri")) if isinstance(params, dict) else None
         self.calls.append((call.seq, session, call.dir, call.method,
                            _Called(outcome, packed, call.session.short, name if isinstance(name, str) else None)))
 
 
-def _read(path: str) -> tuple[dict[Key, _Called], list[Finding]]:
+Aligned = list[tuple[Key, _Called]]  # a tape's calls with their keys, in the order they were sent
+
+
+def _read(path: str) -> tuple[Aligned, list[Finding]]:
+    """A tape's calls, aligned, and its findings (read with the cyclic collector paused: diff)."""
     collect = _Collect()
     model = Model([collect, *all_rules()])
     reader = Reader(path)
-    # Every call is kept for the alignment, so the heap only grows: the cyclic collector would rescan it again
-    # and again for garbage that is not there. Paused while reading.
-    with collector_paused():
-        findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
-        findings += [f for f in model.finish() if isinstance(f, Finding)]
-    calls = sorted(collect.calls, key=lambda c: c[0])  # in the order they were sent
+    findings = [f for f in model.feed_tape(reader.path, reader) if isinstance(f, Finding)]
+    findings += [f for f in model.finish() if isinstance(f, Finding)]
+    calls = sorted(collect.calls, key=itemgetter(0))  # in the order they were sent
     # sessions are numbered in the order their first call settled; renumber by first request
     first: dict[int, int] = {}
     for _, session, *_ in calls:
         first.setdefault(session, len(first))
     ordinals: Counter = Counter()
-    aligned: dict[Key, _Called] = {}
+    aligned: Aligned = []
     for _, session, direction, method, called in calls:
         base = (first[session], direction, method)
-        ordinals[base] += 1
-        aligned[(*base, ordinals[base])] = called
+        ordinal = ordinals[base] = ordinals[base] + 1
+        aligned.append(((*base, ordinal), called))
     return aligned, findings
 
 
@@ -106,24 +111,33 @@ def _ship(path: str) -> tuple[bytes, list[Finding]]:
     """_read in a worker process: its calls as one msgpack blob, which crosses back several times faster than
     pickled objects (0.2 s instead of 0.6 s for 50,000 calls)."""
     aligned, findings = _read(path)
-    return pack([[*key, c.outcome, c.packed, c.session_name, c.name] for key, c in aligned.items()]), findings
+    return pack(aligned), findings
 
 
-def _landed(shipped: tuple[bytes, list[Finding]]) -> tuple[dict[Key, _Called], list[Finding]]:
-    blob, findings = shipped
-    return {(order, direction, method, ordinal): _Called(*kept)
-            for order, direction, method, ordinal, *kept in decode_payload(blob)}, findings
+def _one_thread() -> bool:
+    """No other thread in this process, counted as the kernel does: threads a C library started are not in
+    threading's count (pytest-xdist's execnet)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: not Linux
+        return threading.active_count() == 1
 
 
-def _read_both(path_a: str, path_b: str) -> list[tuple[dict[Key, _Called], list[Finding]]]:
-    """The two tapes are independent: read them on two cores when there are two."""
-    if (os.cpu_count() or 1) < 2:
-        return [_read(path_a), _read(path_b)]
+def _read_both(path_a: str, path_b: str) -> tuple[tuple[Aligned, list[Finding]], tuple[Aligned, list[Finding]]]:
+    """The two tapes are independent: with two cores, B is read in a worker process while this one reads A (only
+    B's calls have to cross back). Only from a process with no other thread: a fork copies one thread and whatever
+    locks the others held (diff called as a library from a threaded program, or under pytest-xdist)."""
+    if (os.cpu_count() or 1) < 2 or not _one_thread():
+        return _read(path_a), _read(path_b)
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    with ProcessPoolExecutor(2, mp_context=get_context("fork")) as pool:
-        return [_landed(shipped) for shipped in pool.map(_ship, [path_a, path_b])]
+    with ProcessPoolExecutor(1, mp_context=get_context("fork")) as pool:
+        shipped = pool.submit(_ship, path_b)
+        read_a = _read(path_a)
+        blob, findings_b = shipped.result()
+    # B's keys and calls come back as plain tuples (cheaper than lists made into tuples and _Called)
+    return read_a, (msgpack.unpackb(blob, use_list=False), findings_b)
 
 
 def _label(key: Key, a: _Called | None, b: _Called | None) -> str:
@@ -162,14 +176,32 @@ def _drop_noise(value: Any) -> Any:
     return value
 
 
+Pair = tuple[Key, _Called | None, _Called | None]
+
+
+def _pairs(path_a: str, path_b: str, pointers: list[list[str]]) -> tuple[list[Pair], list[Finding], list[Finding]]:
+    """The calls that may differ (in key order), and each tape's findings."""
+    (aligned_a, findings_a), (aligned_b, findings_b) = _read_both(path_a, path_b)
+    calls_a = dict(aligned_a)
+    differing: list[Pair] = []
+    for key, b in aligned_b:
+        a = calls_a.pop(key, None)
+        if a is not None and a[:2] == b[:2] and not pointers:  # (outcome, packed): as a _Called or a tuple
+            continue  # the common case, and the cheap one: nothing to strip, nothing to explain
+        differing.append((key, a, _Called._make(b)))
+    differing += [(key, a, None) for key, a in calls_a.items()]  # not in b
+    return sorted(differing, key=itemgetter(0)), findings_a, findings_b
+
+
 def diff(path_a: str, path_b: str, ignore: list[str] = ()) -> list[Difference]:
     pointers = [pointer.parse(p) for p in ignore]
-    (calls_a, findings_a), (calls_b, findings_b) = _read_both(path_a, path_b)
+    # Every call of both tapes is kept until they are compared, so the heap only grows: the cyclic collector would
+    # rescan it again and again for garbage that is not there (a tenth of a tape's read). Paused until they are
+    # compared and let go of (on _pairs' return): then it has a small heap left to look at.
+    with collector_paused():
+        differing, findings_a, findings_b = _pairs(path_a, path_b, pointers)
     out: list[Difference] = []
-    for key in sorted(calls_a.keys() | calls_b.keys()):
-        a, b = calls_a.get(key), calls_b.get(key)
-        if a is not None and b is not None and a.outcome == b.outcome and a.packed == b.packed and not pointers:
-            continue  # the common case, and the cheap one: nothing to strip, nothing to explain
+    for key, a, b in differing:
         label = _label(key, a, b)
         if a is None or b is None:
             out.append(Difference("only-in-b" if a is None else "only-in-a", label, None,

@@ -66,7 +66,7 @@ def _rests_on_edit(call: Call) -> bool:
     return call.injected or (call.exchange is not None and call.exchange.injected)
 
 
-def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str, method: str | None = None,
+def about_record(rule: str, severity: str, seen: Seen, message: str, clause: str, method: Any = None,
                  request_id: Any = None, direction: str | None = None, transition: Transition | None = None) -> Finding:
     ex = seen.exchange
     method = method if isinstance(method, str) else None  # a message read off the wire may have any method

@@ -9,7 +9,7 @@ import time
 import click
 
 from ..output import WriteMode
-from .app import Failure, main
+from .app import Command, Failure, main
 from .options import LISTEN, PACE, POINTER, check_free, edit_options, guard_options, make_editor, warn_unfired
 from .printing import warn_truncated
 
@@ -131,7 +131,7 @@ def _reach(editor, tape: str) -> list[str]:
         raise Failure(str(e)) from None
 
 
-class _WithEditReference(click.Command):
+class _WithEditReference(Command):
     """A command whose help ends with the whole edit language, as written (a pip user has no README)."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

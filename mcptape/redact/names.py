@@ -31,6 +31,8 @@ WORD_PAIRS = (("api", "key"), ("private", "key"), ("secret", "key"), ("access", 
 _KEY_WORDS = ("auth", "authentication", "pass", "pin")
 _KEY_PAIRS = (("session", "key"), ("auth", "key"))
 SENSITIVE_WORDS = frozenset({*WORDS_ALONE, *_KEY_WORDS, *(a + b for a, b in (*WORD_PAIRS, *_KEY_PAIRS))})
+# A sensitive key, lowered, holds one of these (its words are ASCII letters; a pair's second word stands alone)
+KEY_LITERALS = frozenset({*SENSITIVE_WORDS, *(b for _, b in (*WORD_PAIRS, *_KEY_PAIRS))})
 # a key ending in one of these names a quantity or a setting about a credential, not the credential:
 # `token_count`, `tokenType`, `authUrl`, `passwordMinLength`
 _NOT_SECRET_TAILS = frozenset({"count", "counts", "limit", "limits", "length", "len", "size", "type", "types", "kind",

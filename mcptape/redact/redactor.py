@@ -63,6 +63,10 @@ class Redactor:
     def json(self, value: Any) -> Any:
         return self._scrub.json(value, []) if self.enabled else value
 
+    def clean(self, text: bytes | str) -> bool:
+        """Whether what is read from this text (a body, SSE data) needs no redaction: see Scrub.clean."""
+        return not self.enabled or self._scrub.clean(text)
+
     def record(self, record: dict, done: frozenset[str] = frozenset()) -> dict:
         """A record with everything secret in it replaced (a copy where something changed; the same otherwise).
         Idempotent: pseudonyms are left as they are, so a redacted tape can be redacted again; `done` names fields

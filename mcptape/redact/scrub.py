@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ahocorasick_rs import AhoCorasick, BytesAhoCorasick
+
 from ..wire import jsonrpc, pointer
 from .argv import argv_secrets
-from .names import (NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY, SENSITIVE_QUERY,
-                    header_is_secret, is_session, key_is_sensitive, query_is_secret)
+from .names import (KEY_LITERALS, NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY,
+                    SENSITIVE_QUERY, header_is_secret, is_session, key_is_sensitive, query_is_secret)
 from .pseudonym import SCHEMES, is_pseudonym
-from .shapes import SHORTEST, spans
+from .shapes import ANCHORS, SHORTEST, spans
 
 # One table, read by the recorder, `redact`, `check --require-redacted` and `bundle` alike (through Scrub): every
 # field of every record kind (tape/records.py) that holds text a client, a server or a capture file chose. Fields
@@ -32,6 +34,17 @@ FIELDS = {
 }
 _SECRET, _SCAN = "secret", "scan"  # how a header's or query parameter's value is treated
 _NESTED_JSON = 4  # how deep JSON inside a string inside JSON is opened
+# What `Scrub.clean` looks for in a body's text before its message is walked. Any secret the walk replaces is a
+# shape (which starts with an anchor) or sits under a credential key (which holds a key literal), so its text holds
+# one of these, lowered, unless an escape spells it (`\u0074oken`, `:\/\/`; JSON inside strings is escaped once
+# more, still with a backslash-u) or a letter stands in for an ASCII one when case is folded, as str.lower() and the
+# shapes' case-insensitive parts do: İ ı ſ and the Kelvin sign (all of them, checked over every code point).
+_SUSPECT = sorted({*ANCHORS, *KEY_LITERALS})
+_DISGUISES = {  # by the type of the text: its automaton, the escapes, the folded letters
+    str: (AhoCorasick(_SUSPECT), ("\\u", "\\/"), ("\u0130", "\u0131", "\u017f", "\u212a")),
+    bytes: (BytesAhoCorasick([s.encode() for s in _SUSPECT]), (b"\\u", b"\\/"),
+            tuple(f.encode() for f in "\u0130\u0131\u017f\u212a")),
+}
 
 
 def secrets_in(records: Iterable[dict]) -> Iterator[tuple[int, str, str]]:
@@ -59,7 +72,7 @@ class Scrub:
     (header values, method names, keys: a session repeats them) are not scanned again. `extra_headers`: more
     header names whose value is a secret."""
 
-    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "depth")
+    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "seen", "depth")
 
     def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = (),
                  cached: bool = False, extra_headers: Iterable[str] = ()) -> None:
@@ -67,6 +80,7 @@ class Scrub:
         self.cache: dict[str, str] | None = {} if cached else None
         self.extra_headers = frozenset(extra_headers)
         self.names: dict[str, dict[str, str]] = {"headers": {}, "query": {}}  # name -> how its value is treated
+        self.seen: dict[str, dict] = {"headers": {}, "query": {}}  # cached: (name, value) -> as redacted
         self.depth = 0  # JSON opened inside strings, now
 
     # -- records ---------------------------------------------------------------------------------------------------
@@ -116,8 +130,9 @@ class Scrub:
 
     def pairs(self, pairs: list, field: str) -> list:
         """Headers or query parameters, [name, value] each: a value under a credential's name whole (an auth
-        scheme kept in front), any other name and value scanned."""
-        names = self.names[field]
+        scheme kept in front), any other name and value scanned. Cached, a pair seen before (most headers repeat
+        on every request of a client) is not read again."""
+        seen = self.seen[field] if self.cache is not None else None
         out = None
         for i, pair in enumerate(pairs):
             if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
@@ -125,27 +140,38 @@ class Scrub:
             name, value = pair
             if not isinstance(name, str) or not isinstance(value, str):
                 continue
-            how = names.get(name)
-            if how is None:
-                secret = self._header_is_secret(name) if field == "headers" else query_is_secret(name)
-                how = _SECRET if secret and not is_session(field, name) else _SCAN
-                if len(names) < 1024:
-                    names[name] = how
-            path = [field, i, 1]
-            if how is _SECRET:
-                new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
-            else:
-                new_value = self.text(value, path) if len(value) >= SHORTEST else value
-            new_name = name
-            if len(name) >= SHORTEST:
-                new_name = self.cache.get(name) if self.cache is not None else None
-                if new_name is None:
-                    path[2] = 0
-                    new_name = self.text(name, path)
-            if new_value is not value or new_name != name:
+            new = seen.get((name, value)) if seen is not None else None
+            if new is None:
+                new = self._pair(name, value, field, i)
+                if seen is not None and len(name) + len(value) <= 512:  # short pairs repeat; memory stays small
+                    if len(seen) >= 4096:  # a stream of new values (a date, a counter) must not grow it
+                        seen.clear()
+                    seen[name, value] = new
+            if new[1] != value or new[0] != name:
                 out = out or [list(p) for p in pairs]
-                out[i] = [new_name, new_value]
+                out[i] = list(new)
         return pairs if out is None else out
+
+    def _pair(self, name: str, value: str, field: str, i: int) -> tuple[str, str]:
+        names = self.names[field]
+        how = names.get(name)
+        if how is None:
+            secret = self._header_is_secret(name) if field == "headers" else query_is_secret(name)
+            how = _SECRET if secret and not is_session(field, name) else _SCAN
+            if len(names) < 1024:
+                names[name] = how
+        path = [field, i, 1]
+        if how is _SECRET:
+            new_value = value if not value or is_pseudonym(value) else self._secret_value(path, value, field)
+        else:
+            new_value = self.text(value, path) if len(value) >= SHORTEST else value
+        new_name = name
+        if len(name) >= SHORTEST:
+            new_name = self.cache.get(name) if self.cache is not None else None
+            if new_name is None:
+                path[2] = 0
+                new_name = self.text(name, path)
+        return new_name, new_value
 
     def _header_is_secret(self, name: str) -> bool:
         return header_is_secret(name) or name.lower() in self.extra_headers
@@ -253,6 +279,21 @@ class Scrub:
         return SENSITIVE_KEY
 
     # -- text --------------------------------------------------------------------------------------------------------
+
+    def clean(self, text: bytes | str) -> bool:
+        """Whether what was read from `text` (a message, raw bytes, SSE data) holds nothing this walk would replace:
+        no anchor of a shape nor credential word in it (_SUSPECT), and no --redact-path. Then it need not be walked:
+        most messages hold none, and one search of their text costs a fraction of the walk. A hit proves nothing:
+        the walk decides."""
+        if self.extra:
+            return False
+        suspect, escapes, folded = _DISGUISES[type(text)]
+        if any(e in text for e in escapes) or not text.isascii() and any(f in text for f in folded):
+            return False
+        try:
+            return not suspect.find_matches_as_indexes(text.lower())
+        except UnicodeEncodeError:  # a lone surrogate: walked, as spans() reads it
+            return False
 
     def text(self, value: str, path: list) -> str:
         cache = self.cache

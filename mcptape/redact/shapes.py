@@ -22,7 +22,8 @@ def _shape(name: str, anchors: Iterable[str], pattern: str) -> tuple[str, tuple[
     return name, tuple(anchors), re.compile(pattern)
 
 
-_NOT_AFTER = r"(?<![A-Za-z0-9])"  # a token starts at a word's start
+# a token starts at a word's start: a hyphen or underscore may stand before it (`X-sk-…` names a header, `key_eyJ…`)
+_NOT_AFTER = r"(?<![A-Za-z0-9])"
 # the credential words as they are written in text: `OPENAI_API_KEY=`, `aws_secret_access_key =`, `password:`
 _TEXT_KEYS = sorted({*WORDS_ALONE, *(a + sep + b for a, b in WORD_PAIRS for sep in ("", "_", "-"))})
 _QUERY_KEYS = sorted(DEFAULT_QUERY)
@@ -31,8 +32,8 @@ SHAPES = (
            r"(?P<s>[\s\S]{1,16384}?)-----END[A-Z0-9 ]{0,32} PRIVATE KEY-----"),
     _shape("bearer", ["bearer"], _NOT_AFTER + r"(?i:bearer)\s{1,8}(?P<s>[A-Za-z0-9._~+/-]{12,4096}=*)"),
     _shape("jwt", ["eyj"],
-           r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{5,2048}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]{0,2048})"),
-    _shape("sk-key", ["sk-"], r"(?<![A-Za-z0-9_-])(?P<s>sk-[A-Za-z0-9_-]{20,256})"),
+           _NOT_AFTER + r"(?P<s>eyJ[A-Za-z0-9_-]{5,2048}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]{0,2048})"),
+    _shape("sk-key", ["sk-"], _NOT_AFTER + r"(?P<s>sk-[A-Za-z0-9_-]{20,256})"),
     _shape("stripe-key", ["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
            _NOT_AFTER + r"(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"),
     _shape("aws-access-key", ["akia", "asia", "abia", "acca"],
@@ -54,7 +55,8 @@ _BY_ANCHOR: dict[str, list[tuple[str, re.Pattern]]] = {}  # anchor -> the shapes
 for _name, _anchors, _pattern in SHAPES:
     for _anchor in _anchors:
         _BY_ANCHOR.setdefault(_anchor, []).append((_name, _pattern))
-_ANCHOR_LIST = list(_BY_ANCHOR)
+ANCHORS = tuple(_BY_ANCHOR)  # every secret shape starts with one of these, lowered
+_ANCHOR_LIST = list(ANCHORS)
 _ANCHORS = AhoCorasick(_ANCHOR_LIST)
 SHORTEST = 8  # no secret shape fits in fewer characters: shorter strings are not scanned
 

@@ -58,7 +58,6 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
     connecting: they wait in its backlog until the replay is up). `allow_hosts`, `allow_origins`: what the
     Host and Origin checks accept beyond loopback and the listen address (guard.py)."""
     from .. import TOOL
-    from ..capture.http import HttpCapture, Scope
     from ..guard import Guard
     from ..tape import records
     from ..tape.file import Writer
@@ -74,7 +73,8 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         replayer = Replayer(load(tape), list(ignore), editor)
     writer = capture = None
     if log is not None:
-        from ..redact.redactor import Redactor  # only here: a replay without a log starts without it
+        from ..capture.http import HttpCapture, Scope  # only here: a replay without a log starts without them
+        from ..redact.redactor import Redactor
 
         redactor = Redactor()
         writer = Writer(log, records.header(time.time(), TOOL, redactor.describe()), log_mode)  # "force" replaces

@@ -10,14 +10,16 @@ import functools
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httptools
 
 from .. import edits
-from ..capture.http import HttpCapture, SSEStream
 from ..tape import json_form, records
 from ..wire import http, jsonrpc, sse
+
+if TYPE_CHECKING:  # the capture core is loaded only for a --log (replay/__init__.serving): start-up time
+    from ..capture.http import HttpCapture, SSEStream
 
 Pace = Callable[[float], float]  # recorded gap (s) -> how long to wait
 # a server-initiated request just sent on a stream -> until the client has answered it (None: no waiting)

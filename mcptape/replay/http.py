@@ -12,16 +12,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine
+from typing import TYPE_CHECKING
 
 from .. import edits
-from ..capture.http import HttpCapture
 from ..guard import Guard
 from ..tape import records
 from ..wire import http
 from .connection import Connection, Exchange, Pace, Request
-from .legacy import Legacy
 from .serve import Replayer
 from .streamable import Streamable
+
+if TYPE_CHECKING:  # the capture core is loaded only for a --log (replay/__init__.serving): start-up time
+    from ..capture.http import HttpCapture
 
 
 class HttpReplay:
@@ -32,7 +34,12 @@ class HttpReplay:
         self.log = log
         self.editor = replayer.editor
         self.paths = replayer.recording.paths or {"/mcp"}
-        self.server = (Legacy if replayer.legacy else Streamable)(replayer, pace)
+        if replayer.legacy:
+            from .legacy import Legacy  # only a legacy HTTP+SSE tape needs it: start-up time
+
+            self.server = Legacy(replayer, pace)
+        else:
+            self.server = Streamable(replayer, pace)
         self._keys = 0
 
     def protocol(self) -> asyncio.Protocol:

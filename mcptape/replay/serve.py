@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..edits import Editor, check_transport, reach
+from .. import edits
 from ..model import HANDSHAKE_VERSIONS, LEGACY_SSE
 from ..wire import jsonrpc, pointer
 from . import match
@@ -56,7 +56,7 @@ def sent(recording: Recording):
 
 
 class Replayer:
-    def __init__(self, recording: Recording, ignore: list[str] = (), editor: Editor | None = None,
+    def __init__(self, recording: Recording, ignore: list[str] = (), editor: edits.Editor | None = None,
                  match_meta: bool = False) -> None:
         self.recording = recording
         self.match_meta = match_meta  # compare every _meta key (match.py), not only those with protocol meaning
@@ -68,9 +68,9 @@ class Replayer:
         self.misses: list[str] = []  # for each request that got the miss error: the request, then the error's text
         self.legacy = any(s.transport == LEGACY_SSE for s in recording.sessions)
         if editor is not None:
-            check_transport(editor.edits, legacy=self.legacy)  # what this tape has no room for, refused up front
+            edits.check_transport(editor.edits, legacy=self.legacy)  # what this tape has no room for, refused up front
         # an edit that cannot fire on this tape is refused, one past its end warned about: before the first client
-        self.warnings = reach(editor.edits, sent(recording)) if editor is not None else []
+        self.warnings = edits.reach(editor.edits, sent(recording)) if editor is not None else []
         # an initialize-based conversation gets Streamable HTTP sessions, whatever transport recorded it: a stdio
         # tape served over HTTP hands out Mcp-Session-Id as a server of its era would
         self.session_era = not self.legacy and any(s.initialize is not None for s in recording.sessions)

@@ -63,7 +63,8 @@ class Streamable:
             session = self.replayer.open_session()
             if self.editor is not None:
                 self.editor.opened(session.id)
-        outcome = self.replayer.answer(msg, session, consume=edits.delivers(plan))
+        # (no plan, no edit: delivered, without loading the edits' effects)
+        outcome = self.replayer.answer(msg, session, consume=plan is None or edits.delivers(plan))
         if session is not None and outcome.answer is not None and outcome.answer.ends_session:
             self._end(session)  # the recorded server refused the session here: from now on it is gone
         elif session is not None and session.id in self._standalone:

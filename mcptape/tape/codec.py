@@ -118,6 +118,11 @@ def pack(value: Any) -> bytes:
     return msgpack.packb(value, default=_default, use_bin_type=True)
 
 
+def packer() -> msgpack.Packer:
+    """A packer that packs as `pack` does, to reuse in a loop (msgpack.packb makes a new one per value)."""
+    return msgpack.Packer(default=_default, use_bin_type=True)
+
+
 def encode(record: Record) -> bytes:
     """One framed record. Raises ValueError/TypeError when the record holds something a tape cannot."""
     payload = pack(record)

@@ -291,13 +291,14 @@ def header(t: float, tool: str, redaction: Record | None = None) -> HeaderRecord
     return record
 
 
-def body(data: bytes, problem: str | None = None) -> Record:
+def body(data: bytes, problem: str | None = None, parsed: jsonrpc.Body | None = None) -> Record:
     """The fields for a body or SSE data: `msg` when it is JSON (with `problem` when that JSON is not JSON-RPC),
     `raw` bytes when it is not JSON, nothing when it is empty. `problem` from the caller (say, an undecodable
-    content-encoding) wins and keeps the bytes raw."""
+    content-encoding) wins and keeps the bytes raw. `parsed`: `data` as jsonrpc.parse read it, if the caller did."""
     if problem:
         return {"raw": data, "problem": problem}
-    parsed = jsonrpc.parse(data)
+    if parsed is None:
+        parsed = jsonrpc.parse(data)
     if parsed.is_json:
         fields: Record = {"msg": parsed.msg}
         if parsed.problem:

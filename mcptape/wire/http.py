@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from urllib.parse import parse_qsl
 
 SESSION_ID = "mcp-session-id"
@@ -15,7 +15,7 @@ JSON = "application/json"
 Headers = list[tuple[str, str]]
 
 
-def get(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+def get(headers: Iterable[Sequence[str]], name: str) -> str | None:
     """First value of a header, by case-insensitive name."""
     name = name.lower()
     for key, value in headers:
@@ -24,7 +24,7 @@ def get(headers: Iterable[tuple[str, str]], name: str) -> str | None:
     return None
 
 
-def legacy_session(query: Iterable[tuple[str, str]]) -> str | None:
+def legacy_session(query: Iterable[Sequence[str]]) -> str | None:
     """The session of a legacy (2024-11-05) HTTP+SSE POST, which that transport puts in the endpoint's query
     string: the Python SDK names it session_id, the TypeScript SDK sessionId; any parameter about a session will
     do. Recording and replay both decide it here."""

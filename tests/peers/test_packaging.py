@@ -6,6 +6,7 @@ no index; what it checks is mcptape's own packaging."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import site
@@ -20,13 +21,17 @@ from ..conftest import run_mcptape
 
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = ROOT / "cassettes"
+# The wheel's core is compiled when the run asks for it (CI: MCPTAPE_COMPILED=1; it takes a minute), pure otherwise;
+# the other installs here are pure (docs/compiled.md)
+COMPILED = os.environ.get("MCPTAPE_COMPILED") == "1"
+PURE = {**os.environ, "MCPTAPE_PURE": "1"}
 
 
 def copy_source(to: Path) -> Path:
     """What a checkout holds that the build reads (a copy: the build leaves nothing in the checkout)."""
     for folder in ("mcptape", "addons"):
-        shutil.copytree(ROOT / folder, to / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "setup.py"):
+        shutil.copytree(ROOT / folder, to / folder, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for name in ("pyproject.toml", "README.md", "setup.py", "backend.py", "MANIFEST.in"):
         shutil.copy(ROOT / name, to / name)
     return to
 
@@ -40,11 +45,11 @@ def fresh_venv(where: Path) -> Path:
 
 def pip_install(bin_: Path, *what: str, cwd: Path | None = None) -> None:
     done = subprocess.run([sys.executable, "-m", "pip", "--python", str(bin_ / "python"), "install", "--no-deps",
-                           "-q", *what], capture_output=True, text=True, timeout=300, cwd=cwd)
+                           "-q", *what], capture_output=True, text=True, timeout=300, cwd=cwd, env=PURE)
     assert done.returncode == 0, done.stderr
 
 
-def assert_works(bin_: Path) -> None:
+def assert_works(bin_: Path, compiled: bool = False) -> None:
     version = subprocess.run([str(bin_ / "mcptape"), "--version"], capture_output=True, text=True, timeout=60)
     assert version.stdout.strip() == f"mcptape, version {__version__}", version
     addon = subprocess.run([str(bin_ / "mcptape"), "addons", "record"], capture_output=True, text=True, timeout=60)
@@ -56,21 +61,25 @@ def assert_works(bin_: Path) -> None:
     checked = subprocess.run([str(bin_ / "mcptape"), "check", str(CASSETTES / "expired-session-404.mcptape")],
                              capture_output=True, text=True, timeout=60)
     assert checked.returncode == 1 and "no-reinitialize" in checked.stdout, checked
+    core = subprocess.run([str(bin_ / "python"), "-c", "import mcptape.model; print(mcptape.model.__file__)"],
+                          capture_output=True, text=True, timeout=60, cwd=bin_)
+    assert core.stdout.strip().endswith(".so" if compiled else ".py"), core
 
 
 def test_python_m_build_makes_a_wheel_and_an_sdist_that_install_into_a_fresh_venv(tmp_path):
     source = copy_source(tmp_path / "source")
     built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"),
-                            str(source)], capture_output=True, text=True, timeout=600)
+                            str(source)], capture_output=True, text=True, timeout=600, env=None if COMPILED else PURE)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     [wheel] = (tmp_path / "dist").glob("*.whl")
     [sdist] = (tmp_path / "dist").glob("*.tar.gz")
-    assert wheel.name == f"mcptape-{__version__}-py3-none-any.whl" and sdist.name == f"mcptape-{__version__}.tar.gz"
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}" if COMPILED else "py3-none-any"
+    assert wheel.name.startswith(f"mcptape-{__version__}-{tag}") and sdist.name == f"mcptape-{__version__}.tar.gz"
     assert "mcptape/addons/record.py" in zipfile.ZipFile(wheel).namelist()
     for n, artefact in enumerate((wheel, sdist)):
         bin_ = fresh_venv(tmp_path / f"venv-{n}")
         pip_install(bin_, str(artefact))
-        assert_works(bin_)
+        assert_works(bin_, compiled=COMPILED and artefact is wheel)
 
 
 def test_a_bundles_install_commands_run_as_written(tmp_path):

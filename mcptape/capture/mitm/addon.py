@@ -374,9 +374,10 @@ class Recorder:
     def _record_response(self, flow: mhttp.HTTPFlow) -> None:
         streamed = flow.response.stream and not isinstance(flow.response.stream, BodyTap)  # SSE: recorded as it went
         body, problem = (b"", None) if streamed else body_of(flow.response)
+        head_recorded = self.capture.stream_of(flow.id) is not None  # (then its headers are not read again)
         self.capture.response(
             flow.id, flow.response.timestamp_start, flow.response.status_code, flow.response.reason,
-            headers_of(flow.response.headers), body, problem,
+            [] if head_recorded else headers_of(flow.response.headers), body, problem,
             records.UPSTREAM_UNREACHABLE if UNREACHABLE in flow.metadata else records.COMPLETE,
             flow.metadata.get(UNREACHABLE),
         )

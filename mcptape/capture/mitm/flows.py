@@ -13,7 +13,10 @@ from ..http import Relocation
 
 
 def headers_of(headers: mhttp.Headers) -> list[tuple[str, str]]:
-    return [(_text(k), _text(v)) for k, v in headers.fields]
+    try:  # nearly always UTF-8 (ASCII): one comprehension, no call per name and value
+        return [(k.decode(), v.decode()) for k, v in headers.fields]
+    except UnicodeDecodeError:
+        return [(_text(k), _text(v)) for k, v in headers.fields]
 
 
 def _text(raw: bytes) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import SplitResult
 
-from mitmproxy import exceptions, master, options
+from mitmproxy import addonmanager, exceptions, hooks, master, options
 from mitmproxy.addons import default_addons
 
 from .addon import Recorder
@@ -41,6 +41,44 @@ def settings(host: str, port: int, tape: str, *, append: bool, force: bool, reco
 def url_host(host: str) -> str:
     """A host as a URL writes it: an IPv6 address in brackets."""
     return f"[{host}]" if ":" in host else host
+
+
+class Addons(addonmanager.AddonManager):
+    """mitmproxy's addon manager, each hook handed only to the addons that have it.
+
+    mitmproxy offers every hook to every addon in its chain (35 here), through a context manager and two
+    generators each, and follows each flow hook with an `update` hook no addon here has: measured ~60 µs a hook,
+    eight hooks a proxied call, more than all the recorder's own work on it. Which addons have a hook is looked up
+    once per hook name, again whenever the chain changes; an addon with sub-addons (the script loader) is always
+    offered the hook, as its children come and go. What each addon gets, and in what order, is unchanged."""
+
+    def __init__(self, owner: master.Master) -> None:
+        super().__init__(owner)
+        self._by_hook: dict[str, list] = {}
+
+    def add(self, *addons) -> None:
+        super().add(*addons)
+        self._by_hook.clear()
+
+    def remove(self, addon) -> None:
+        super().remove(addon)
+        self._by_hook.clear()
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_hook.clear()
+
+    async def trigger_event(self, event: hooks.Hook) -> None:
+        chain = self._by_hook.get(event.name)
+        if chain is None:
+            chain = self._by_hook[event.name] = [
+                a for a in self.chain if hasattr(a, "addons") or getattr(a, event.name, None) is not None]
+        for addon in chain:
+            try:
+                with addonmanager.safecall():
+                    await self.invoke_addon(addon, event)
+            except exceptions.AddonHalt:
+                return
 
 
 class StartupError(Exception):
@@ -107,6 +145,7 @@ async def serve(
     startup = _Startup(errors, lambda addrs: (mitm_logger.removeHandler(errors), on_ready(addrs)))
     opts = options.Options()
     m = master.Master(opts)
+    m.addons = Addons(m)  # before any addon is added (a bare Master adds none)
     m.addons.add(*default_addons())
     m.addons.add(recorder, startup)
     if verbose:
