@@ -107,14 +107,36 @@ def spawn_demo(port: int, *flags: str) -> subprocess.Popen:
     return proc
 
 
+@pytest.fixture(scope="session")
+def shared_demo_servers() -> Iterator[dict[tuple[str, ...], tuple[subprocess.Popen, int]]]:
+    """The demo servers this worker's tests share, by their flags (see demo_server)."""
+    servers: dict[tuple[str, ...], tuple[subprocess.Popen, int]] = {}
+    yield servers
+    for proc, _ in servers.values():
+        stop(proc)
+
+
 @pytest.fixture
-def demo_server() -> Iterator:
-    """Start the demo SDK server: `url = demo_server("--event-store")`; `--sse` serves /sse, `--tls` https."""
+def demo_server(shared_demo_servers) -> Iterator:
+    """The demo SDK server: `url = demo_server("--event-store")`; `--sse` serves /sse, `--tls` https.
+
+    A server with the same flags is shared by the tests of a worker, one after the other: each of its clients has
+    a session of its own, and starting the SDK server costs about a second of CPU. A `--tls` server (its
+    certificate is the test's) is the test's own, and stopped with it. A test that needs a server it can stop or
+    restart starts its own with spawn_demo."""
     procs: list[subprocess.Popen] = []
 
     def start(*flags: str) -> str:
-        port = free_port()
-        procs.append(spawn_demo(port, *flags))
+        shared = shared_demo_servers.get(flags)
+        if shared is not None and shared[0].poll() is None:
+            port = shared[1]
+        else:
+            port = free_port()
+            proc = spawn_demo(port, *flags)
+            if "--tls" in flags:
+                procs.append(proc)
+            else:
+                shared_demo_servers[flags] = (proc, port)
         return f"{'https' if '--tls' in flags else 'http'}://127.0.0.1:{port}{'/sse' if '--sse' in flags else '/mcp'}"
 
     yield start

@@ -423,15 +423,13 @@ def test_the_dry_run_lists_where_each_edit_fires(tapes):
 
 
 @pytest.fixture
-def live(tmp_path):
+def live(tmp_path, demo_server):
     """`mcptape record --edit …` in front of a real SDK server: yields start(*edits, flags=()) -> Recording."""
     procs = []
 
     def start(*edits: str, flags: tuple[str, ...] = ("--event-store",)):
-        port = free_port()
-        procs.append(spawn_demo(port, *flags))
         args = [a for e in edits for a in ("--edit", e)]
-        rec = start_recording(f"http://127.0.0.1:{port}/mcp", tmp_path / f"live{len(procs)}.mcptape", *args)
+        rec = start_recording(demo_server(*flags), tmp_path / f"live{len(procs)}.mcptape", *args)
         procs.append(rec.proc)
         return rec
 
@@ -690,19 +688,16 @@ def _legacy_edits_logged(tape) -> None:
 
 
 @pytest.mark.parametrize("where", ["live", "replay"])
-def test_event_edits_on_a_legacy_channel(tmp_path, where):
+def test_event_edits_on_a_legacy_channel(tmp_path, demo_server, where):
     """2024-11-05 HTTP+SSE (the SDK's legacy server): each POST is accepted (202) and its answer comes back on the
     session's channel, changed there as the edit says. Live, the server sees every request."""
-    port = free_port()
-    server = spawn_demo(port, "--sse")
     tape = tmp_path / "run.mcptape"
     edits = [arg for edit in LEGACY_EDITS for arg in ("--edit", edit)]
-    rec = start_recording(f"http://127.0.0.1:{port}/sse", tape, *(edits if where == "live" else ()))
+    rec = start_recording(demo_server("--sse"), tape, *(edits if where == "live" else ()))
     try:
         _legacy_conversation(rec.url, edited=where == "live")
     finally:
         stop(rec.proc)
-        stop(server)
     if where == "live":
         return _legacy_edits_logged(tape)
     log = tmp_path / "log.mcptape"
@@ -711,10 +706,8 @@ def test_event_edits_on_a_legacy_channel(tmp_path, where):
     _legacy_edits_logged(log)
 
 
-def test_close_stream_is_refused_up_front_on_a_legacy_tape(tmp_path):
-    port = free_port()
-    server = spawn_demo(port, "--sse")
-    rec = start_recording(f"http://127.0.0.1:{port}/sse", tmp_path / "legacy.mcptape")
+def test_close_stream_is_refused_up_front_on_a_legacy_tape(tmp_path, demo_server):
+    rec = start_recording(demo_server("--sse"), tmp_path / "legacy.mcptape")
     try:
         channel = LegacyChannel(rec.url)
         channel.post(INIT)
@@ -722,7 +715,6 @@ def test_close_stream_is_refused_up_front_on_a_legacy_tape(tmp_path):
         channel.close()
     finally:
         stop(rec.proc)
-        stop(server)
     result = run_mcptape("replay", str(rec.tape), "--edit", "close-stream after=1 at=tools/call#1")
     assert result.returncode == 2 and "2024-11-05 has no Last-Event-ID resume" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

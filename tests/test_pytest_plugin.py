@@ -168,8 +168,8 @@ def test_an_expire_session_edit_in_the_marker_shows_the_client_never_reinitializ
     pytester.runpytest().assert_outcomes(passed=1)  # replayed: the replay's edit, the same fault
 
 
-def test_async_tests_use_the_fixture_with_anyio_and_pytest_asyncio(pytester, suite, upstream):
-    url, _ = upstream
+def test_async_tests_use_the_fixture_with_anyio_and_pytest_asyncio(pytester, suite, demo_server):
+    url = demo_server()  # shared: these tests never stop it
     suite(CLIENT + f"""
     @pytest.mark.anyio
     @pytest.mark.mcptape("shared", upstream={url!r})
@@ -185,8 +185,8 @@ def test_async_tests_use_the_fixture_with_anyio_and_pytest_asyncio(pytester, sui
     pytester.runpytest().assert_outcomes(passed=2)
 
 
-def test_two_xdist_workers_on_one_tape_record_it_once_and_the_other_replays_it(pytester, suite, upstream):
-    url, _ = upstream
+def test_two_xdist_workers_on_one_tape_record_it_once_and_the_other_replays_it(pytester, suite, demo_server):
+    url = demo_server()  # shared: these tests never stop it
     suite(CLIENT + f"""
     import os
 
@@ -217,8 +217,8 @@ NEW_EPISODES = CLIENT + """
 """
 
 
-def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pytester, suite, upstream, monkeypatch):
-    url, _ = upstream
+def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pytester, suite, demo_server, monkeypatch):
+    url = demo_server()  # shared: these tests never stop it
     source = NEW_EPISODES + """
     @pytest.mark.mcptape(ignore=IGNORE, strict=STRICT)
     def test_adds(mcptape):
@@ -258,8 +258,8 @@ def test_new_episodes_records_the_whole_test_again_when_it_gained_a_call(pyteste
                                  "were never asked for:", "*tools/call #* add*"])
 
 
-def test_record_mode_precedence_and_unused_tapes(pytester, suite, upstream, monkeypatch):
-    url, _ = upstream
+def test_record_mode_precedence_and_unused_tapes(pytester, suite, demo_server, monkeypatch):
+    url = demo_server()  # shared: these tests never stop it
     suite(CLIENT + f"""
     @pytest.mark.mcptape(upstream={url!r}, mode="all")
     def test_add(mcptape):

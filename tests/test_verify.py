@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -22,7 +23,7 @@ import mcptape
 from mcptape.demo.client import script
 from mcptape.tape.file import read
 
-from .conftest import MCPTAPE, free_port, run_mcptape, stop, wait_for_port
+from .conftest import MCPTAPE, free_port, run_mcptape, spawn_demo, start_recording, stop, wait_for_port
 from .node_peers import ts_server  # noqa: F401  (a fixture)
 from .test_record_stdio import DEMO, RawClient, wrapped
 
@@ -45,6 +46,27 @@ def other_server():
     yield start
     for proc in procs:
         stop(proc)
+
+
+# What verify waits for a message the tape holds and the live server never sends (the demo script's countdown
+# progress, which tests/verify_server.py has no tool for): its default 10 s, waited out in full, is 3 s here.
+MISSING_WAIT = "3"
+
+
+@pytest.fixture(scope="module")
+def demo_tape(tmp_path_factory) -> Iterator[tuple[Path, str]]:
+    """The demo client's script recorded once through `mcptape record` from a demo server that stays up for the
+    module: (tape, upstream). The tests that only read the tape share it; one that changes it copies it first."""
+    port = free_port()
+    server = spawn_demo(port)
+    upstream = f"http://127.0.0.1:{port}/mcp"
+    try:
+        rec = start_recording(upstream, tmp_path_factory.mktemp("verify") / "run0.mcptape")
+        anyio.run(script, rec.url, "legacy")
+        assert rec.stop()[0] == 0
+        yield rec.tape, upstream
+    finally:
+        stop(server)
 
 
 def verify(tape, *args: str, timeout: float = 60) -> tuple[int, dict, str]:
@@ -119,22 +141,21 @@ def test_a_resumed_stream_resumes_from_the_live_event(demo_server, record, tmp_p
     assert resumed not in {r.get("id") for r in recorded if r["kind"] == "sse.event"}  # the store counts on
 
 
-def test_a_changed_server_fails_naming_the_call_and_the_pointer(demo_server, other_server, record):
-    rec = record(demo_server())
-    anyio.run(script, rec.url, "legacy")
-    rec.stop()
-    code, out, _ = verify(rec.tape, "--upstream", other_server())
+def test_a_changed_server_fails_naming_the_call_and_the_pointer(demo_tape, other_server):
+    tape, _ = demo_tape
+    other = other_server()
+    code, out, _ = verify(tape, "--upstream", other, "--timeout", MISSING_WAIT)
     assert code == 1
     changed = [d for d in out["differences"] if d["kind"] == "result-changed" and "tools/call (1st) add" in d["call"]]
     assert {(d["path"], d["a"], d["b"]) for d in changed} >= {("/result/structuredContent/result", 5, 6)}
     # the text form says the same in one line
-    text = run_mcptape("verify", str(rec.tape), "--upstream", other_server())
+    text = run_mcptape("verify", str(tape), "--upstream", other, "--timeout", MISSING_WAIT)
     assert text.returncode == 1
     assert re.search(r"result-changed +session 1 \(\w+ \| \w+\) tools/call \(1st\) add at "
                      r"/result/structuredContent/result: 5 -> 6", text.stdout), text.stdout
     # --ignore drops what the user says may differ (here, everything add and tools/list answer)
-    code, out, _ = verify(rec.tape, "--upstream", other_server(), "--ignore", "/result/structuredContent",
-                          "--ignore", "/result/content", "--ignore", "/result/tools")
+    code, out, _ = verify(tape, "--upstream", other, "--timeout", MISSING_WAIT, "--ignore",
+                          "/result/structuredContent", "--ignore", "/result/content", "--ignore", "/result/tools")
     assert [d for d in out["differences"] if d["kind"] == "result-changed" and "tools/call (1st) add" in d["call"]] == []
 
 
@@ -156,17 +177,15 @@ def test_a_call_never_answered_is_reported_within_the_timeout(demo_server, other
     assert "unanswered-request" in findings(log)  # and the log, checked, says so (its session was deleted)
 
 
-def test_unreachable_server_and_unreadable_tape_exit_2(demo_server, record, tmp_path):
-    rec = record(demo_server())
-    anyio.run(script, rec.url, "legacy")
-    rec.stop()
-    code, _, err = verify(rec.tape, "--upstream", f"http://127.0.0.1:{free_port()}/mcp")
+def test_unreachable_server_and_unreadable_tape_exit_2(demo_tape, tmp_path):
+    tape, _ = demo_tape
+    code, _, err = verify(tape, "--upstream", f"http://127.0.0.1:{free_port()}/mcp")
     assert code == 2 and err.startswith("mcptape: cannot connect to 127.0.0.1") and "Traceback" not in err
     bad = tmp_path / "bad.mcptape"
     bad.write_bytes(b"not a tape")
     code, _, err = verify(bad, "--upstream", "http://127.0.0.1:1/mcp")
     assert code == 2 and "not an mcptape tape" in err
-    code, _, err = verify(rec.tape, "--", sys.executable, "-m", "mcptape.demo.server", "--stdio")
+    code, _, err = verify(tape, "--", sys.executable, "-m", "mcptape.demo.server", "--stdio")
     assert code == 2 and "is a HTTP tape: give an upstream URL" in err
 
 
@@ -282,31 +301,27 @@ def test_a_redacted_message_needs_its_secret_and_the_log_keeps_it_out(tmp_path):
     assert secret.encode() not in log.read_bytes() and pseudonym.encode() in log.read_bytes()
 
 
-def test_update_keeps_the_old_tape_beside_the_new(demo_server, other_server, record, tmp_path):
-    rec = record(demo_server())
-    anyio.run(script, rec.url, "legacy")
-    rec.stop()
-    before = rec.tape.read_bytes()
-    code, out, _ = verify(rec.tape, "--upstream", other_server(), "--update")
+def test_update_keeps_the_old_tape_beside_the_new(demo_tape, other_server, tmp_path):
+    tape = tmp_path / "run0.mcptape"
+    tape.write_bytes(before := demo_tape[0].read_bytes())
+    other = other_server()
+    code, out, _ = verify(tape, "--upstream", other, "--update", "--timeout", MISSING_WAIT)
     assert code == 0 and out["differences"]
     kept = Path(out["updated"])
     assert kept.name == "run0.old.mcptape" and kept.read_bytes() == before
-    code, out, _ = verify(rec.tape, "--upstream", other_server())
+    code, out, _ = verify(tape, "--upstream", other)
     assert code == 0 and out["differences"] == []
 
 
-def test_the_python_api_and_the_lazy_import(demo_server, other_server, record):
+def test_the_python_api_and_the_lazy_import(demo_tape, other_server):
     from mcptape.redrive import VerifyError
 
-    upstream = demo_server()
-    rec = record(upstream)
-    anyio.run(script, rec.url, "legacy")
-    rec.stop()
-    assert mcptape.verify(rec.tape, upstream=upstream).ok
-    result = mcptape.verify(rec.tape, upstream=other_server(), timeout=5)
+    tape, upstream = demo_tape
+    assert mcptape.verify(tape, upstream=upstream).ok
+    result = mcptape.verify(tape, upstream=other_server(), timeout=float(MISSING_WAIT))
     assert not result.ok and "at /result/structuredContent/result: 5 -> 6" in result.report()
     with pytest.raises(VerifyError, match="cannot connect"):
-        mcptape.verify(rec.tape, upstream=f"http://127.0.0.1:{free_port()}/mcp")
+        mcptape.verify(tape, upstream=f"http://127.0.0.1:{free_port()}/mcp")
     # the stdio wrapper's start: the package imports neither asyncio nor mitmproxy until verify is asked for
     probe = "import sys, mcptape; assert 'asyncio' not in sys.modules and 'mitmproxy' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", probe]).returncode == 0
@@ -512,8 +527,10 @@ def test_typescript_reference_server_over_stdio_two_runs_in_one_tape(tmp_path):
     tape = tmp_path / "stdio.mcptape"
     conversation([MCPTAPE, "record", "--append", "-o", str(tape), "--", *argv])
     log = tmp_path / "new.mcptape"
-    result = subprocess.run([MCPTAPE, "verify", str(tape), "--format", "json", "--log", str(log), "--", *argv],
-                            capture_output=True, text=True, env=env, timeout=120)
+    # server-everything does not exit when its stdin closes: verify waits --timeout for each run's server to go
+    # (10 s by default), then stops it. 5 s still leaves each answer, Node's start-up included, ample time
+    result = subprocess.run([MCPTAPE, "verify", str(tape), "--format", "json", "--log", str(log), "--timeout", "5",
+                             "--", *argv], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["differences"] == []
     assert sum(r["kind"] == "capture.start" for r in read(log).records) == 2

@@ -18,6 +18,16 @@ from mcptape.replay import replaying
 from mcptape.tape.file import read
 
 
+@pytest.fixture
+def short_probe_timeout(monkeypatch) -> None:
+    """The SDK's auto client gives server/discover its own timeout (10 s in mcp 2.3.0) before it falls back; a probe
+    that is never answered waits all of it. The fallback is the same after one second, and the suite waits less."""
+    import mcp.client.session
+
+    assert mcp.client.session.DISCOVER_TIMEOUT_SECONDS >= 1  # the name the SDK reads at each probe
+    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 1.0)
+
+
 async def session(url: str) -> list[str]:
     """What an application does: list, call, read; the lines it saw."""
     async with Client(url, mode="auto") as client:
@@ -128,8 +138,9 @@ def test_live_the_auto_client_falls_back_on_each_refusal_met_in_the_field(demo_s
     assert found == []
 
 
-def test_no_answer_to_the_probe_the_auto_client_falls_back_after_its_own_timeout(recorded, tmp_path):
-    """The SDK's auto client gives the probe a few seconds (its own timeout, ~10 s in mcp 2.3.0), then falls
+def test_no_answer_to_the_probe_the_auto_client_falls_back_after_its_own_timeout(recorded, tmp_path,
+                                                                               short_probe_timeout):
+    """The SDK's auto client gives the probe a few seconds (its own timeout, ~10 s in mcp 2.3.0, 1 s here), then falls
     back: the replay withholds the recorded answer to server/discover and serves the rest."""
     tape, direct = recorded
     log = tmp_path / "replay.mcptape"
@@ -222,7 +233,7 @@ def test_the_sdk_auto_client_falls_back_on_a_modern_error_and_check_says_so(demo
                                                                           "client", True)
 
 
-def test_over_stdio_no_answer_to_the_probe_the_auto_client_falls_back_after_its_timeout(tmp_path):
+def test_over_stdio_no_answer_to_the_probe_the_auto_client_falls_back_after_its_timeout(tmp_path, short_probe_timeout):
     tape = tmp_path / "live.mcptape"
     lines = anyio.run(stdio_session, stdio_server("record", "-o", str(tape), "--edit", "refuse-discover answer=none"))
     assert lines == ["protocol 2025-11-25", '{"result": 5}']
