@@ -12,6 +12,12 @@ from ..tape import records
 from . import script as scripted
 from .drive import Run, Unstartable
 
+# "closing the input stream to the child process … Waiting for the server to exit, or sending SIGTERM if the server
+# does not exit within a reasonable time" (2025-11-25 lifecycle, shutdown over stdio): 2 s, as the Python SDK's stdio
+# client waits; then SIGTERM, and SIGKILL after as long again. (Waiting the per-request --timeout kept verify 10 s
+# on every server that ignores its stdin closing.)
+_EXIT_GRACE = 2.0
+
 
 class StdioRun(Run):
     """A stdio server, one process per recorded run; lines in and out as the recorder writes them."""
@@ -82,11 +88,11 @@ class StdioRun(Run):
             proc.stdin.close()
             self.write(records.stdio_eof(time.time(), records.C2S))
         try:
-            await asyncio.wait_for(proc.wait(), self.timeout)
+            await asyncio.wait_for(proc.wait(), min(self.timeout, _EXIT_GRACE))
         except TimeoutError:
             proc.terminate()
             try:
-                await asyncio.wait_for(proc.wait(), 5)
+                await asyncio.wait_for(proc.wait(), _EXIT_GRACE)
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
