@@ -492,3 +492,21 @@ def test_a_session_the_recorded_server_refused_stays_dead_in_the_replay():
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(delete)
         assert refused.value.code == 404
+
+
+def test_a_connection_a_client_left_open_ends_with_the_replay():
+    """On every Python (3.12's server.close() leaves accepted connections open): the client sees the end."""
+    import socket
+    from urllib.parse import urlsplit
+
+    tape = Path(__file__).parent.parent / "cassettes" / "resumed-stream.mcptape"
+    with replaying(str(tape)) as url:
+        where = urlsplit(url)
+        client = socket.create_connection((where.hostname, where.port), timeout=10)
+        client.sendall(b"OPTIONS /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = client.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 ")  # answered, and kept alive
+    try:
+        assert client.recv(65536) == b""  # closed by the replay as it ended, not left for the client to drop
+    finally:
+        client.close()

@@ -92,8 +92,7 @@ async def serving(tape: str, host: str = "127.0.0.1", port: int = 0, ignore: tup
         yield Replay(f"http://{host}:{bound}{path}", replayer)
     finally:
         server.close()
-        if hasattr(server, "close_clients"):  # Python 3.13: streams a client left open end with the replay
-            server.close_clients()
+        await replay.close_clients()
         if capture is not None:
             capture.stop(time.time(), "replay stopped")
             writer.close()

@@ -41,9 +41,24 @@ class HttpReplay:
         else:
             self.server = Streamable(replayer, pace)
         self._keys = 0
+        self.connections: set[Connection] = set()  # the clients' open connections: ended with the replay
 
     def protocol(self) -> asyncio.Protocol:
-        return Connection(self.handle)
+        conn = Connection(self.handle)
+        self.connections.add(conn)
+        conn.on_close.append(lambda: self.connections.discard(conn))
+        return conn
+
+    async def close_clients(self) -> None:
+        """End what the clients left open, and the work each connection still had: a stream a client holds must not
+        outlive the replay (nor its event loop: a task destroyed pending is a warning at exit)."""
+        left = list(self.connections)
+        for conn in left:
+            if conn.transport is not None:
+                conn.transport.close()  # what was written still goes out; connection_lost then ends its worker
+        workers = [conn.worker for conn in left if conn.worker is not None]
+        if workers:
+            await asyncio.wait(workers, timeout=5)
 
     def handle(self, req: Request, conn: Connection) -> Coroutine | None:
         """Answer one request. Most answers are written at once; an answer that has to wait (a delay, a paced or
