@@ -12,6 +12,7 @@ import sys
 import sysconfig
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 if sys.version_info < (3, 12):
     sys.exit(f"mcptape: needs Python 3.12 or newer (mitmproxy 12 does), this is Python {sys.version.split()[0]}: "
@@ -25,6 +26,9 @@ def compiled_core() -> list:
     cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(cc) is None:  # the pure package works the same, slower
         print(f"mcptape: no C compiler ({cc}): installing the pure-Python core", file=sys.stderr)
+        return []
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):  # (python3-dev missing)
+        print("mcptape: no Python.h for this Python: installing the pure-Python core", file=sys.stderr)
         return []
     import tomllib
 
@@ -41,4 +45,19 @@ def compiled_core() -> list:
                     group_name="mcptape.core")
 
 
-setup(ext_modules=compiled_core())
+class OptionalBuildExt(build_ext):
+    """A compile that fails (a compiler that cannot build for this Python) installs the pure core, never half a
+    compiled one: the modules of the group import one another's native code, so what was built goes too."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as e:  # CompileError, LinkError, DistutilsExecError…: whatever the toolchain raised
+            for built in self.get_outputs():
+                if os.path.exists(built):
+                    os.remove(built)
+            why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            print(f"mcptape: compiling the core failed ({why}): installing the pure-Python core", file=sys.stderr)
+
+
+setup(ext_modules=compiled_core(), cmdclass={"build_ext": OptionalBuildExt})

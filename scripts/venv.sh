@@ -47,7 +47,7 @@ if [ "${MCPTAPE_COMPILED:-}" = "1" ]; then
     echo "mcptape: compiling the core with mypyc (a minute)..." >&2
     find mcptape -name "*.so" -delete  # (a module taken off the list must not stay compiled)
     "$venv/bin/python" setup.py --quiet build_ext --inplace >/dev/null
-    touch "$core"
+    if [ -e "$core" ]; then touch "$core"; fi  # (a compile that failed leaves the pure core, and says so)
   fi
 else
   find mcptape -name "*.so" -delete  # (every Python's: a compiled core is only ever as new as this run made it)
