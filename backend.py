@@ -1,6 +1,7 @@
-"""The build backend: setuptools' own, except that an editable install is always pure Python. An editable checkout
-runs its .py files as they are edited; a compiled module built next to them would shadow its source and run stale
-code after the next edit (docs/compiled.md). A wheel or a plain `pip install .` compiles the core (setup.py)."""
+"""The build backend: setuptools' own, except that only building a wheel compiles the core (setup.py). An editable
+install is always pure Python: an editable checkout runs its .py files as they are edited, and a compiled module
+built next to them would shadow its source and run stale code after the next edit (docs/compiled.md). The other
+hooks (what the build requires, the metadata, the sdist) need no compiled module either, and would each run mypy."""
 
 import os
 
@@ -9,12 +10,16 @@ from setuptools.build_meta import *  # noqa: F401,F403 (the PEP 517 hooks, as se
 
 
 def _pure(hook):
-    def editable(*args, **kwargs):
-        os.environ["MCPTAPE_PURE"] = "1"  # (each hook runs setup.py: none of them compiles)
+    def pure(*args, **kwargs):
+        os.environ["MCPTAPE_PURE"] = "1"  # (each hook runs setup.py, in a process of its own)
         return hook(*args, **kwargs)
-    return editable
+    return pure
 
 
 build_editable = _pure(build_meta.build_editable)
 get_requires_for_build_editable = _pure(build_meta.get_requires_for_build_editable)
 prepare_metadata_for_build_editable = _pure(build_meta.prepare_metadata_for_build_editable)
+get_requires_for_build_wheel = _pure(build_meta.get_requires_for_build_wheel)
+prepare_metadata_for_build_wheel = _pure(build_meta.prepare_metadata_for_build_wheel)
+get_requires_for_build_sdist = _pure(build_meta.get_requires_for_build_sdist)
+build_sdist = _pure(build_meta.build_sdist)

@@ -41,8 +41,13 @@ def compiled_core() -> list:
     loose = [f"--disable-error-code={code}" for code in ("union-attr", "arg-type", "assignment", "attr-defined",
                                                          "call-arg", "index", "operator", "var-annotated")]
     # one shared library for them all (calls between them stay native), inside the package: mcptape/core__mypyc
-    return mypycify([*loose, "--ignore-missing-imports", "--follow-imports=silent", *modules], opt_level="3",
-                    group_name="mcptape.core")
+    try:
+        return mypycify([*loose, "--ignore-missing-imports", "--follow-imports=silent", *modules], opt_level="3",
+                        group_name="mcptape.core")
+    except (Exception, SystemExit) as e:  # mypy or mypyc refused (it exits): the pure core works the same
+        why = f"it exited {e.code}, saying why above" if isinstance(e, SystemExit) else str(e) or type(e).__name__
+        print(f"mcptape: mypyc could not compile the core ({why}): installing the pure-Python core", file=sys.stderr)
+        return []
 
 
 class OptionalBuildExt(build_ext):

@@ -510,3 +510,26 @@ def test_a_connection_a_client_left_open_ends_with_the_replay():
         assert client.recv(65536) == b""  # closed by the replay as it ended, not left for the client to drop
     finally:
         client.close()
+
+
+def test_a_paced_answer_still_going_out_ends_with_the_replay():
+    """A stream paced to crawl (its worker asleep between events) does not hold the replay's end: it is cut."""
+    import socket
+    from urllib.parse import urlsplit
+
+    tape = Path(__file__).parent.parent / "cassettes" / "resumed-stream.mcptape"
+    with replaying(str(tape), pace="x0.0001") as url:
+        where = urlsplit(url)
+        client = socket.create_connection((where.hostname, where.port), timeout=10)
+        body = json.dumps(INIT).encode()
+        client.sendall(f"POST {where.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                       + body)
+        assert client.recv(65536).startswith(b"HTTP/1.1 200")  # its head came; its events crawl
+        ending = time.monotonic()
+    try:
+        assert time.monotonic() - ending < 5  # the replay did not wait for the stream to finish at its pace
+        while client.recv(65536):  # what had gone out, then the end
+            pass
+    finally:
+        client.close()

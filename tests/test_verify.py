@@ -527,8 +527,8 @@ def test_typescript_reference_server_over_stdio_two_runs_in_one_tape(tmp_path):
     tape = tmp_path / "stdio.mcptape"
     conversation([MCPTAPE, "record", "--append", "-o", str(tape), "--", *argv])
     log = tmp_path / "new.mcptape"
-    # server-everything does not exit when its stdin closes: verify waits --timeout for each run's server to go
-    # (10 s by default), then stops it. 5 s still leaves each answer, Node's start-up included, ample time
+    # server-everything does not exit when its stdin closes: verify gives each run's server 2 s to go, then stops
+    # it. A --timeout of 5 s still leaves each answer, Node's start-up included, ample time
     result = subprocess.run([MCPTAPE, "verify", str(tape), "--format", "json", "--log", str(log), "--timeout", "5",
                              "--", *argv], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -175,7 +175,10 @@ def _forward(src: int, dst: int, size: int) -> bool:
     try:
         while size and (moved := os.splice(src, dst, size)):
             size -= moved
-        return not size
+        if size:  # it stopped part-way: the tape writer was told of all of it, so the rest goes on read and written
+            write_all(dst, _read_exactly(src, size))
+            return False
+        return True
     except OSError:  # dst is not a pipe nor a file splice writes (a terminal, O_APPEND), or its reader is gone
         write_all(dst, _read_exactly(src, size))
         return False

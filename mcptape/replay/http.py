@@ -52,13 +52,17 @@ class HttpReplay:
     async def close_clients(self) -> None:
         """End what the clients left open, and the work each connection still had: a stream a client holds must not
         outlive the replay (nor its event loop: a task destroyed pending is a warning at exit)."""
+        await asyncio.sleep(0)  # a connection accepted as the server closed is made now: it ends too
         left = list(self.connections)
         for conn in left:
             if conn.transport is not None:
                 conn.transport.close()  # what was written still goes out; connection_lost then ends its worker
         workers = [conn.worker for conn in left if conn.worker is not None]
         if workers:
-            await asyncio.wait(workers, timeout=5)
+            _, pending = await asyncio.wait(workers, timeout=1)
+            for worker in pending:  # a paced stream asleep, an answer waited for: nobody is there to get them
+                worker.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def handle(self, req: Request, conn: Connection) -> Coroutine | None:
         """Answer one request. Most answers are written at once; an answer that has to wait (a delay, a paced or

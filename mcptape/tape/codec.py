@@ -26,11 +26,8 @@ from typing import Any
 import msgpack
 
 # The same CRC-32 as zlib's, about four times faster on a record's few hundred bytes (ISA-L): zlib's took a tenth of
-# the reader's time on a large tape. zlib's where isal's wheel is missing.
-try:
-    from isal.isal_zlib import crc32
-except ImportError:  # pragma: no cover (isal has wheels for the platforms mitmproxy has)
-    from zlib import crc32
+# the reader's time on a large tape.
+from isal.isal_zlib import crc32
 
 FORMAT = 1
 MAGIC = b"MCPTAPE" + bytes([FORMAT])

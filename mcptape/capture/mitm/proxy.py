@@ -57,16 +57,22 @@ class Addons(addonmanager.AddonManager):
         self._by_hook: dict[str, list] = {}
 
     def add(self, *addons) -> None:
-        super().add(*addons)
-        self._by_hook.clear()
+        try:
+            super().add(*addons)
+        finally:  # (a chain changed part-way, by an addon that failed to load, is looked up again too)
+            self._by_hook.clear()
 
     def remove(self, addon) -> None:
-        super().remove(addon)
-        self._by_hook.clear()
+        try:
+            super().remove(addon)
+        finally:
+            self._by_hook.clear()
 
     def clear(self) -> None:
-        super().clear()
-        self._by_hook.clear()
+        try:
+            super().clear()
+        finally:
+            self._by_hook.clear()
 
     async def trigger_event(self, event: hooks.Hook) -> None:
         chain = self._by_hook.get(event.name)
