@@ -6,7 +6,7 @@ hooks (what the build requires, the metadata, the sdist) need no compiled module
 import os
 
 from setuptools import build_meta
-from setuptools.build_meta import *  # noqa: F401,F403 (the PEP 517 hooks, as setuptools gives them)
+from setuptools.build_meta import *  # (the PEP 517 hooks, as setuptools gives them)
 
 
 def _pure(hook):
