@@ -40,13 +40,27 @@ class RawServer:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
 
     def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        """Stop, with every connection's handler ended first: left pending, each would run its `finally` when
+        collected, on a closed loop (a warning in whichever test runs then)."""
+        async def finish() -> None:
+            self._server.close()
+            handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for handler in handlers:
+                handler.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
+
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(finish(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     @property
     def url(self) -> str:
