@@ -3,7 +3,9 @@ install is always pure Python: an editable checkout runs its .py files as they a
 built next to them would shadow its source and run stale code after the next edit (docs/compiled.md). The other
 hooks (what the build requires, the metadata, the sdist) need no compiled module either, and would each run mypy."""
 
+import glob
 import os
+import shutil
 
 from setuptools import build_meta
 from setuptools.build_meta import *  # (the PEP 517 hooks, as setuptools gives them)
@@ -23,3 +25,12 @@ get_requires_for_build_wheel = _pure(build_meta.get_requires_for_build_wheel)
 prepare_metadata_for_build_wheel = _pure(build_meta.prepare_metadata_for_build_wheel)
 get_requires_for_build_sdist = _pure(build_meta.get_requires_for_build_sdist)
 build_sdist = _pure(build_meta.build_sdist)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    # setuptools stages a wheel in build/lib* and packs whatever is there: a checkout that was built before (pip
+    # install . builds in the tree) would ship the last build's modules, a compiled one since taken off the list or
+    # compiled from older sources among them, and a compiled core that does not import
+    for staged in glob.glob(os.path.join("build", "lib*")):
+        shutil.rmtree(staged)
+    return build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)

@@ -90,10 +90,15 @@ def test_a_bundles_install_commands_run_as_written(tmp_path):
     block = readme.split("## Install", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line.partition("  #")[0].strip() for line in block.splitlines()]
     assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate" and commands[1] == "pip install ./mcptape"
-    copy_source(tmp_path / "mcptape")  # a checkout, beside which the receiver runs the commands
+    checkout = copy_source(tmp_path / "mcptape")  # a checkout, beside which the receiver runs the commands
+    # that built before: `pip install .` builds in the tree, and what an older build staged must not be shipped
+    staged = checkout / "build" / "lib" / "mcptape"
+    staged.mkdir(parents=True)
+    (staged / "taken_out.py").write_text("raise SystemExit('an older build')\n")
     bin_ = fresh_venv(tmp_path / ".venv")  # the first command, with this interpreter (and its dependencies)
     pip_install(bin_, "./mcptape", cwd=tmp_path)  # the second, as written
     said = re.search(r"mcptape --version\s+# (.*)", block)[1]
     assert subprocess.run([str(bin_ / "mcptape"), "--version"], capture_output=True, text=True,
                           timeout=60).stdout.strip() == said
     assert_works(bin_)
+    assert not list((tmp_path / ".venv" / "lib").glob("python3*/site-packages/mcptape/taken_out.py"))
