@@ -14,12 +14,18 @@ types 1 (integer, decimal text) and 2 (number literal, text) so every JSON value
 
 The limits a reader keeps (a frame claims its own length) are read from the environment here, for the tape reader
 (file.py) and the bundle reader (bundled.py) alike.
+
+Decoding: msgspec reads a record in half msgpack-python's time (it caches map keys where msgpack interns them), so
+the reader takes it wherever the two are sure to agree, and msgpack-python everywhere else (`decode_payload`).
+msgpack writes.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
+from functools import cache
 from decimal import Decimal
 from typing import Any
 
@@ -61,12 +67,35 @@ def _default(obj: Any) -> msgpack.ExtType:
     raise TypeError(f"cannot store {type(obj).__name__} in a tape")
 
 
-def ext_hook(code: int, data: bytes) -> Any:
+def ext_hook(code: int, data: bytes | memoryview) -> Any:
+    """An extension's value (msgspec hands its bytes over as a memoryview, msgpack as bytes)."""
     if code == _EXT_BIGINT:
         return int(data)
     if code == _EXT_NUMBER:
-        return Decimal(data.decode())
+        return Decimal(str(data, "utf-8"))
     raise ValueError(f"unknown extension type {code}")
+
+
+# Where msgspec and msgpack-python may read the same bytes differently, msgpack-python decides (every tape reads as
+# it always has, and a bad record gets the words it always got):
+# - nesting: msgpack-python refuses past 1,024 levels, msgspec only at the C stack's limit (~10,000). A record of at
+#   most FAST_MAX bytes cannot nest deeper than msgpack-python takes (a level is at least a byte), and real messages
+#   are small: longer records go to msgpack-python.
+# - an extension -1 (msgpack's timestamp) is a Timestamp to msgpack-python, a datetime to msgspec (the hook never
+#   sees it): its type byte is 0xff, so a record holding that byte anywhere goes to msgpack-python (~1 in 70).
+# - anything msgspec refuses is decoded again by msgpack-python, which says what is wrong in the words a reader has
+#   always used (or reads it: then that is the record).
+# One difference remains, in bytes no mcptape writes: an array used as a map key, which msgpack-python refuses
+# (unhashable) and msgspec reads as a tuple (records.first_problem names such a record when a command trips on it).
+FAST_MAX = 1024
+
+
+@cache
+def fast_decoder() -> Callable[[bytes], Any]:
+    """msgspec's decoder, imported when a tape is first read (~3 ms; a recorder only writes)."""
+    import msgspec
+
+    return msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 
 
 def max_record() -> int:
@@ -97,7 +126,8 @@ class TooMany(ValueError):
 
 def decode_counted(payload: bytes, limit: int) -> Any:
     """A record longer than `limit` bytes decoded with its items counted; raises TooMany past `limit`. msgpack
-    allocates an array's slots from its header, so one length is refused before anything is allocated."""
+    allocates an array's slots from its header, so one length is refused before anything is allocated. (By
+    msgpack-python: msgspec has no hook to count with, and a record this long is past FAST_MAX anyway.)"""
     count = 0
 
     def counted(container):
@@ -133,5 +163,11 @@ def encode(record: Record) -> bytes:
 
 
 def decode_payload(payload: bytes) -> Any:
-    """One record's msgpack back to a map (the reader spells this call out: it runs for every record)."""
+    """One record's msgpack back to a map, as the tape reader decodes it (it spells this out: it runs for every
+    record). Raises what msgpack-python raises on bytes it cannot decode."""
+    if len(payload) <= FAST_MAX and 255 not in payload:
+        try:
+            return fast_decoder()(payload)
+        except Exception:
+            pass  # msgpack-python says what is wrong (below)
     return msgpack.unpackb(payload, ext_hook=ext_hook, raw=False, strict_map_key=False)

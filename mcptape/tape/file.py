@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 import msgpack
 
-from .codec import (FORMAT, crc32, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError, TooMany,
-                    decode_counted, encode, ext_hook, max_items, max_record)
+from .codec import (FAST_MAX, FORMAT, crc32, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError,
+                    TooMany, decode_counted, encode, ext_hook, fast_decoder, max_items, max_record)
 
 @dataclass
 class Tape:
@@ -99,8 +99,9 @@ class Reader:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
         # is its first record (taken by __init__); iterating the reader goes on from there.
         read, unpack, size = self._file.read, FRAME.unpack, FRAME.size
-        unpackb, hook = msgpack.unpackb, ext_hook
+        unpackb, hook, fast = msgpack.unpackb, ext_hook, fast_decoder()
         offset, limit, items = self.end_offset, self.max_record, self.max_items
+        small = min(FAST_MAX, items)  # (a record past the item limit is counted, however short)
         try:
             while True:
                 head = read(size)
@@ -129,7 +130,12 @@ class Reader:
                     raise TapeError(f"{self.path}: corrupt record at byte {offset} (checksum mismatch); "
                                     f"{self.count} records before it are intact")
                 try:
-                    if length <= items:  # it cannot hold more items than bytes
+                    if length <= small and 255 not in payload:  # codec.decode_payload, spelled out
+                        try:
+                            record = fast(payload)
+                        except Exception:  # msgpack-python says what is wrong, as a reader always has
+                            record = unpackb(payload, ext_hook=hook, raw=False, strict_map_key=False)
+                    elif length <= items:  # it cannot hold more items than bytes
                         record = unpackb(payload, ext_hook=hook, raw=False, strict_map_key=False)
                     else:
                         record = decode_counted(payload, items)

@@ -257,13 +257,31 @@ def first_problem(paths: list[str]) -> str | None:
     for path in paths:
         try:
             reader = Reader(path)
-            if (wrong := problem(reader.header)) is not None:
+            if (wrong := problem(reader.header) or _foreign(reader.header)) is not None:
                 return f"{path}: its header does not fit the tape format: {wrong}"
             for seq, record in enumerate(reader):
-                if (wrong := problem(record)) is not None:
+                if (wrong := problem(record) or _foreign(record)) is not None:
                     return f"{path}#{seq}: the record does not fit the tape format: {wrong}"
         except TapeError:
             continue
+    return None
+
+
+def _foreign(record: Record) -> str | None:
+    """What in a record no JSON holds and no mcptape writes, anywhere in it: a map key that is an array (the reader
+    hands it out as a tuple: codec.py) or a msgpack timestamp. Walks the whole record: for first_problem only."""
+    stack: list[Any] = [record]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            for key, item in value.items():
+                if type(key) is tuple:
+                    return f"a map key is an array ({_short(list(key))})"
+                stack.append(item)
+        elif type(value) is list:
+            stack.extend(value)
+        elif not isinstance(value, (str, int, float, bytes, Decimal, type(None))):
+            return f"a value of type {type(value).__name__} ({_short(value)})"
     return None
 
 
