@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from ..facts import (DuplicateRequest, LateResponse, Malformed, OrphanResponse, Outcome, ProgressAfterResponse,
                      ResponseOnGetStream)
-from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Model, Observer, Seen, Session,
-                     Transition, refusal_text)
+from ..model import (DELETED, EXPIRED, LEGACY_SSE, STATELESS, STDIO, STREAMABLE, Call, Exchange, Model, Observer, Seen,
+                     Session, Transition, refusal_text)
 from ..tape import records
 from ..wire import jsonrpc
 from . import spec
@@ -175,16 +175,17 @@ class Sessions(Observer):
                 return self._stdio_order(seen)
             return None
         if kind == records.HTTP_REQUEST:
-            return self._request(seen)
+            return self._request(seen, ex)
         if kind == records.HTTP_RESPONSE:
-            return self._response(seen)
+            return self._response(seen, ex)
         return None
 
     # These return a list of findings, usually empty (not a generator: they run for every request and response).
+    # The exchange comes as an argument, typed: read from seen.exchange (an Exchange | None) every attribute is a
+    # lookup by name in the compiled core.
 
-    def _request(self, seen: Seen) -> list[Finding]:
+    def _request(self, seen: Seen, ex: Exchange) -> list[Finding]:
         found: list[Finding] = []
-        ex = seen.exchange
         msg = seen.msg if isinstance(seen.msg, dict) else {}
         method = msg.get("method")
         session = seen.session
@@ -206,8 +207,8 @@ class Sessions(Observer):
                                           method, msg.get("id"), records.C2S))
         return found
 
-    def _response(self, seen: Seen) -> list[Finding]:
-        ex, r = seen.exchange, seen.record
+    def _response(self, seen: Seen, ex: Exchange) -> list[Finding]:
+        r = seen.record
         status = r.get("status") or 0
         if (status < 400 and status != 202 and ex.method != "DELETE"
                 and (seen.session is None or seen.session.life.dead is None)):

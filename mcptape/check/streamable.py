@@ -9,7 +9,7 @@ import functools
 import re
 
 from ..guard import Guard
-from ..model import LEGACY_SSE, STREAMABLE, Model, Observer, Seen
+from ..model import LEGACY_SSE, STREAMABLE, Exchange, Model, Observer, Seen
 from ..tape import records
 from ..wire import http, jsonrpc
 from .finding import Finding, broke
@@ -94,15 +94,17 @@ class StreamableHttp(Observer):
                 self.foreign[ex.number] = origin
             if seen.session is not None and seen.session.transport == LEGACY_SSE:
                 return None
-            return self._request(seen) or None
-        found = self._origin(seen) if self.foreign else None
+            return self._request(seen, ex) or None
+        found = self._origin(seen, ex) if self.foreign else None
         if seen.session is not None and seen.session.transport == LEGACY_SSE:
             return found or None
-        more = self._response(seen)
+        more = self._response(seen, ex)
         return (found + more if found else more) or None
 
-    def _origin(self, seen: Seen) -> list[Finding]:
-        ex = seen.exchange
+    # The exchange comes as an argument, typed: read from seen.exchange (an Exchange | None) every attribute is a
+    # lookup by name in the compiled core.
+
+    def _origin(self, seen: Seen, ex: Exchange) -> list[Finding]:
         origin = self.foreign.pop(ex.number, None)
         status = seen.record.get("status") or 0
         if origin is None or not 200 <= status < 300:
@@ -111,8 +113,8 @@ class StreamableHttp(Observer):
                      f"loopback and was answered {status}: the server did not refuse it (403)", None,
                      *call_named(ex.msg), records.C2S)
 
-    def _request(self, seen: Seen) -> list[Finding]:
-        ex, session = seen.exchange, seen.session
+    def _request(self, seen: Seen, ex: Exchange) -> list[Finding]:
+        session = seen.session
         msg = ex.msg
         revision = None
         if session is None:  # the handshake: the version it asks for
@@ -138,8 +140,8 @@ class StreamableHttp(Observer):
             self.bad_version.add(ex.number)
         return found
 
-    def _response(self, seen: Seen) -> list[Finding]:
-        ex, r = seen.exchange, seen.record
+    def _response(self, seen: Seen, ex: Exchange) -> list[Finding]:
+        r = seen.record
         status = r.get("status") or 0
         found: list[Finding] = []
         request = ex.msg

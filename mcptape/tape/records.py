@@ -8,28 +8,32 @@ position in the tape (0 = first record after the header); it is derived on readi
 
 from decimal import Decimal
 from types import UnionType
-from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ..wire import jsonrpc
 from .codec import FORMAT, Record
 
 
-HEADER = "header"
-CAPTURE_START = "capture.start"  # a recording run began (a tape appended to has several)
-CAPTURE_STOP = "capture.stop"  # it ended cleanly
-HTTP_REQUEST = "http.request"  # request line, redacted headers, session, body
-HTTP_RESPONSE = "http.response"  # status, redacted headers, session; the body too unless it is an SSE stream
-SSE_EVENT = "sse.event"  # one SSE event of a streamed response, as it passed
-END = "end"  # how an exchange ended
-STDIO_LINE = "stdio.line"  # one line on the server's stdin (c2s) or stdout (s2c)
-STDIO_STDERR = "stdio.stderr"  # one line the server wrote to stderr (not protocol; kept as text)
-STDIO_EXIT = "stdio.exit"  # the server process ended: exit code or signal
-STDIO_EOF = "stdio.eof"  # a stdio stream closed: the client closed the server's stdin (c2s), or the server its stdout
-EDIT = "edit"  # an edit fired: what mcptape changed; the records it changed carry `injected`
+# Final: the compiled core (docs/compiled.md) reads these as the strings they are, not as attributes looked up
+# on this module at each use
+HEADER: Final = "header"
+CAPTURE_START: Final = "capture.start"  # a recording run began (a tape appended to has several)
+CAPTURE_STOP: Final = "capture.stop"  # it ended cleanly
+HTTP_REQUEST: Final = "http.request"  # request line, redacted headers, session, body
+HTTP_RESPONSE: Final = "http.response"  # status, redacted headers, session; the body too unless it is an SSE stream
+SSE_EVENT: Final = "sse.event"  # one SSE event of a streamed response, as it passed
+END: Final = "end"  # how an exchange ended
+STDIO_LINE: Final = "stdio.line"  # one line on the server's stdin (c2s) or stdout (s2c)
+STDIO_STDERR: Final = "stdio.stderr"  # one line the server wrote to stderr (not protocol; kept as text)
+STDIO_EXIT: Final = "stdio.exit"  # the server process ended: exit code or signal
+# a stdio stream closed: the client closed the server's stdin (c2s), or the server its stdout
+STDIO_EOF: Final = "stdio.eof"
+EDIT: Final = "edit"  # an edit fired: what mcptape changed; the records it changed carry `injected`
 KINDS = (HEADER, CAPTURE_START, CAPTURE_STOP, HTTP_REQUEST, HTTP_RESPONSE, SSE_EVENT, END, STDIO_LINE, STDIO_STDERR,
          STDIO_EXIT, STDIO_EOF, EDIT)
 
-C2S, S2C = "c2s", "s2c"
+C2S: Final = "c2s"
+S2C: Final = "s2c"
 
 
 # A record's kind, asked of this module: an edge that holds a plain record the model did not read (one it has just

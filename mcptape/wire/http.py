@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import Final
 from urllib.parse import parse_qsl
 
-SESSION_ID = "mcp-session-id"
-PROTOCOL_VERSION = "mcp-protocol-version"
-LAST_EVENT_ID = "last-event-id"
-SSE = "text/event-stream"
-JSON = "application/json"
+# Final: compiled modules read these as the strings they are, not as attributes of this module (docs/compiled.md)
+SESSION_ID: Final = "mcp-session-id"
+PROTOCOL_VERSION: Final = "mcp-protocol-version"
+LAST_EVENT_ID: Final = "last-event-id"
+SSE: Final = "text/event-stream"
+JSON: Final = "application/json"
 
 Headers = list[tuple[str, str]]
 
