@@ -12,19 +12,18 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import msgpack
+import msgspec
 
 from .codec import (FORMAT, crc32, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError, TooMany,
                     decode_counted, encode, ext_hook, max_items, max_record)
 
-@dataclass
-class Tape:
+class Tape(msgspec.Struct):  # (a Struct: made in C, where a dataclass compiles its methods at import, facts.py)
     path: str
     header: Record
-    records: list[Record] = field(default_factory=list)
+    records: list[Record] = []
     truncated: str | None = None  # why the tape ends early, when it does
     end_offset: int = 0  # byte offset after the last complete record
 
