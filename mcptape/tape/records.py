@@ -7,6 +7,7 @@ position in the tape (0 = first record after the header); it is derived on readi
 
 
 from decimal import Decimal
+from functools import cache
 from types import UnionType
 from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints
 
@@ -198,12 +199,13 @@ def _types(annotation: Any) -> tuple:
     return (int, float, Decimal) if origin is float else (origin,)  # a time may be an int or an exact decimal
 
 
-# kind -> (required fields, every field -> the classes it admits), for `import`'s checks
-FIELDS: dict[str, tuple[frozenset, dict[str, tuple]]] = {
-    kind: (shape.__required_keys__ - {"kind"}, {name: _types(hint) for name, hint in
-                                                get_type_hints(shape).items() if name != "kind"})
-    for kind, shape in SHAPES.items()
-}
+@cache
+def _fields() -> dict[str, tuple[frozenset, dict[str, tuple]]]:
+    """kind -> (required fields, every field -> the classes it admits), for `import`'s checks (read from SHAPES when
+    first asked: resolving their annotations costs every command's start a millisecond)."""
+    return {kind: (shape.__required_keys__ - {"kind"}, {name: _types(hint) for name, hint in
+                                                        get_type_hints(shape).items() if name != "kind"})
+            for kind, shape in SHAPES.items()}
 DIRECTIONS = (C2S, S2C)
 LAST_TIME = 32_503_680_000.0  # 3000-01-01: past it a time is not a time a recorder wrote (and gmtime overflows)
 _PAIRS = ("query", "headers")
@@ -213,10 +215,10 @@ def problem(record: Any) -> str | None:
     """Why a record does not fit its kind (unknown kind, a field missing or of the wrong type), or None."""
     if not isinstance(record, dict):
         return f"a record must be an object, not {jsonrpc.type_name(record)}"
-    kind = record.get("kind")
-    if kind not in FIELDS:
-        return f"unknown kind {kind!r} (kinds: {', '.join(FIELDS)})"
-    required, fields = FIELDS[kind]
+    kind, shapes = record.get("kind"), _fields()
+    if kind not in shapes:
+        return f"unknown kind {kind!r} (kinds: {', '.join(shapes)})"
+    required, fields = shapes[kind]
     for name in sorted(required):
         if name not in record:
             return f"{kind} has no {name}"
