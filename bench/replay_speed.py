@@ -10,7 +10,7 @@ tools/call) drives every server, in interleaved shuffled rounds: by default a ba
 per call, so the figures compare servers, not the client (`--client http.client` for the standard library's, which
 costs more per call than the replay does). CPU per call is the server process's user+system time over the calls
 (from /proc). Goals: >= 5x the SDK server's throughput, <= 150 us of replay CPU per call, <= 150 ms from start to
-first answered request.
+first answered request. mcptape runs laid out as pip installs it (`installed`), as mcp-cassette does.
 """
 
 from __future__ import annotations
@@ -165,6 +165,26 @@ def start(argv: list[str], url_from_output: bool = False, url: str | None = None
     return proc, url, time.perf_counter() - t0 if url_from_output else waited
 
 
+def installed(where: Path) -> Path:
+    """`mcptape` laid out as pip installs it, for the replay's figures: its package on a path of the venv's, and the
+    console script pip writes. A checkout's editable install finds the package through a finder of setuptools',
+    which imports pathlib and glob before mcptape starts (about 3 ms of a start to first answer that is measured
+    against mcp-cassette installed in a venv of its own); no user's install has it. The venv borrows this one's
+    dependencies (a .pth line), and the package is this checkout's, compiled core included."""
+    import mcptape
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    (where / "pkg").mkdir()
+    (where / "pkg" / "mcptape").symlink_to(Path(mcptape.__file__).parent)
+    site_dir = next((where / "lib").glob("python3*/site-packages"))
+    (site_dir / "mcptape.pth").write_text(f"{where / 'pkg'}\n" + "\n".join(site.getsitepackages()) + "\n")
+    script = where / "bin" / "mcptape"
+    script.write_text((BIN / "mcptape").read_text().replace(f"#!{BIN / 'python'}", f"#!{where / 'bin' / 'python'}", 1))
+    script.chmod(0o755)
+    return script
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=2000)
@@ -200,7 +220,8 @@ def main() -> None:
             rec.send_signal(signal.SIGINT)
             rec.wait()
             targets = {"sdk server": (sdk, sdk_url)}
-            replay, replay_url, _ = start([str(BIN / "mcptape"), "replay", tape], url_from_output=True)
+            replay_command = str(installed(Path(tmp) / "installed"))
+            replay, replay_url, _ = start([replay_command, "replay", tape], url_from_output=True)
             procs.append(replay)
             targets["mcptape replay"] = (replay, replay_url)
             if a.cassette:
@@ -229,7 +250,7 @@ def main() -> None:
                     cpu[name].append(used / (a.calls + 2) * 1e6)
             startup: dict[str, list[float]] = {"mcptape replay": []}
             for _ in range(5):
-                proc, _, seconds = start([str(BIN / "mcptape"), "replay", tape], url_from_output=True)
+                proc, _, seconds = start([replay_command, "replay", tape], url_from_output=True)
                 startup["mcptape replay"].append(seconds)
                 proc.send_signal(signal.SIGINT)
                 proc.wait()

@@ -4,7 +4,6 @@ them (check, diff, report, show, replay)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .facts import Outcome
@@ -23,18 +22,32 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 # the model asks; check, show, diff and replay read it (docs/sessions.md).
 
 
-@dataclass
 class Session:
+    """A session, as its records made it (an entity: equal only to itself)."""
+
+    __slots__ = ("label", "tape", "transport", "version", "initialized", "life", "left", "resumed")
     label: str  # the session id as recorded, or a stable label where the transport has none
     tape: str
     transport: str
-    version: str | None = None  # negotiated: initialize's answer, or the 2026 header
-    initialized: bool = False
-    life: Life = field(default_factory=Life)  # its state, and the steps that made it (lifecycle.py)
+    version: str | None  # negotiated: initialize's answer, or the 2026 header
+    initialized: bool
+    life: Life  # its state, and the steps that made it (lifecycle.py)
     # stdio: where each side left (the record that closed its stream), keyed by the direction it wrote in: c2s, the
     # client closed the server's stdin; s2c, the server closed its stdout
-    left: dict[str, int] = field(default_factory=dict)
-    resumed: set[str] = field(default_factory=set)  # the Last-Event-ID values the client's GETs resumed from
+    left: dict[str, int]
+    resumed: set[str]  # the Last-Event-ID values the client's GETs resumed from
+
+    # (The model's classes are plain classes, their __init__ written out: @dataclass builds each class's methods by
+    # compiling their source when the module is imported, 0.3 ms a class, a sixth of `mcptape replay`'s start
+    # with the other classes on its path; and mypyc leaves the __init__ it generates interpreted, docs/compiled.md.
+    # A new field is set here too.)
+    def __init__(self, label: str, tape: str, transport: str) -> None:
+        self.label, self.tape, self.transport = label, tape, transport
+        self.version, self.initialized, self.life = None, False, Life()
+        self.left, self.resumed = {}, set()
+
+    def __repr__(self) -> str:
+        return f"Session({self.label!r}, {self.transport}, {self.life.state.value})"
 
     # Read through its life: the step that opened it, made it dead (refused, deleted or expired: the first that
     # happened), ended it or superseded it; the status it was refused with once gone; how it was first met.
@@ -77,12 +90,14 @@ class Session:
         return self.label[:8]
 
 
-@dataclass(slots=True, init=False)
 class Exchange:
     """One HTTP request and what came back, while it is open. When it ends, its headers and bodies are dropped:
     calls remembered after they settle still point at their exchange, and thousands of them would otherwise keep
     every request's headers and body alive."""
 
+    __slots__ = ("number", "seq", "t", "method", "conn", "session", "sent_session", "version_header", "headers", "msg",
+                 "status", "get_stream", "last_event_id", "last_sse_id", "end", "injected", "calls_known", "mcp",
+                 "passed")
     number: int
     seq: int
     t: float
@@ -92,19 +107,18 @@ class Exchange:
     sent_session: str | None  # the Mcp-Session-Id the client put on it
     version_header: str | None
     headers: list
-    msg: Any = None
-    status: int | None = None
-    get_stream: bool = False  # a GET answered with an event stream: the standalone stream, or a resumed one
-    last_event_id: str | None = None  # on a GET: the stream it resumes
-    last_sse_id: str | None = None  # the last event id its SSE stream carried: a stream the client could resume
-    end: str | None = None
-    injected: bool = False
-    calls_known: bool = False  # its request body was read into calls (delayed until the session is known)
-    mcp: bool = True  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
-    passed: Passed | None = None  # its records, while an observer reads whole exchanges
+    msg: Any
+    status: int | None
+    get_stream: bool  # a GET answered with an event stream: the standalone stream, or a resumed one
+    last_event_id: str | None  # on a GET: the stream it resumes
+    last_sse_id: str | None  # the last event id its SSE stream carried: a stream the client could resume
+    end: str | None
+    injected: bool
+    calls_known: bool  # its request body was read into calls (delayed until the session is known)
+    mcp: bool  # sent to the MCP endpoint (else OAuth, discovery…: recorded, but no protocol)
+    passed: Passed | None  # its records, while an observer reads whole exchanges
 
-    # (written out, as Call's and Seen's: mypyc compiles a class's own __init__, not the one @dataclass generates;
-    # a new field is set here too)
+    # (written out, as Session's; a new field is set here too)
     def __init__(self, number: int, seq: int, t: float, method: str, conn: int | None, session: Session | None,
                  sent_session: str | None, version_header: str | None, headers: list, msg: Any = None,
                  injected: bool = False, mcp: bool = True) -> None:
@@ -115,20 +129,24 @@ class Exchange:
         self.get_stream = self.calls_known = False
 
 
-@dataclass(slots=True)
 class Passed:
     """An exchange's records as they passed, for whoever exports whole exchanges (HAR, mitmproxy flows): the
     request, the head of the response, the SSE events, the end, and every record about it in order (edits
     included). Kept only while an observer reads exchanges (Observer.exchange): check never pays for it."""
 
+    __slots__ = ("request", "response", "events", "end", "records")
     request: dict
-    response: dict | None = None
-    events: list[dict] = field(default_factory=list)
-    end: dict | None = None
-    records: list[dict] = field(default_factory=list)
+    response: dict | None
+    events: list[dict]
+    end: dict | None
+    records: list[dict]
+
+    def __init__(self, request: dict, records: list[dict]) -> None:
+        self.request, self.records = request, records
+        self.response = self.end = None
+        self.events = []
 
 
-@dataclass(slots=True, init=False)
 class Call:
     """A JSON-RPC request and everything that happened to it. Once it has settled and its observers have seen it
     whole, it drops its messages (`request`, `response` and `progress` are emptied) and is remembered for a while
@@ -136,6 +154,8 @@ class Call:
     messages, keeping and freeing them cost check a tenth of its time on a large tape (as Exchange, for the same
     reason)."""
 
+    __slots__ = ("tape", "session", "dir", "id", "method", "request", "seq", "t", "exchange", "response",
+                 "response_seq", "progress", "cancel", "injected", "outcome", "key", "token_key")
     tape: str
     session: Session
     dir: str  # who sent the request: c2s (client request) or s2c (server request)
@@ -144,17 +164,17 @@ class Call:
     request: dict | None
     seq: int
     t: float
-    exchange: Exchange | None = None  # the HTTP exchange that carried the request
-    response: dict | None = None
-    response_seq: int | None = None
+    exchange: Exchange | None  # the HTTP exchange that carried the request
+    response: dict | None
+    response_seq: int | None
     # (seq, t, progress) of each progress notification; a list from the first one on (most calls never get one)
-    progress: list[tuple[int, float, Any]] | tuple[()] = ()
-    cancel: tuple[int, float, Any] | None = None
-    injected: bool = False
-    outcome: Outcome | None = None  # how it ended: decided when it settles, before its messages are dropped
+    progress: list[tuple[int, float, Any]] | tuple[()]
+    cancel: tuple[int, float, Any] | None
+    injected: bool
+    outcome: Outcome | None  # how it ended: decided when it settles, before its messages are dropped
     # where the model files it: (id(session), dir, id) among the calls, (id(session), token) among progress tokens
-    key: tuple = ()
-    token_key: tuple | None = None
+    key: tuple
+    token_key: tuple | None
 
     # (written out, as Exchange's; a new field is set here too)
     def __init__(self, tape: str, session: Session, dir: str, id: Any, method: str, request: dict | None, seq: int,
@@ -163,6 +183,9 @@ class Call:
         self.seq, self.t, self.exchange, self.injected = seq, t, exchange, injected
         self.response = self.response_seq = self.cancel = self.outcome = self.token_key = None
         self.progress = self.key = ()
+
+    def __repr__(self) -> str:
+        return f"Call({self.method!r}, id={self.id!r}, {self.dir}, seq={self.seq}, {self.outcome})"
 
     @property
     def answered(self) -> bool:

@@ -10,7 +10,6 @@ once, and only a dead one is superseded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import Enum
 
 # The steps (Transition.kind), as show, check and the report name them:
@@ -52,35 +51,49 @@ _SESSION_GONE = re.compile(r"session.{0,40}(not found|expired|invalid|unknown|te
                            r".{0,20}session", re.IGNORECASE | re.DOTALL)
 
 
-@dataclass(frozen=True, slots=True)
 class Transition:
     """One step of a session's life, where it happened: the record, its time, the HTTP status that made it (if
-    any), and whether an edit made it (an injected answer, or a request an edit selected)."""
+    any), and whether an edit made it (an injected answer, or a request an edit selected). Never changed once made.
 
+    (Plain classes, as conversation.py's: @dataclass would compile their methods' source at every start.)"""
+
+    __slots__ = ("kind", "seq", "t", "status", "injected")
     kind: str
     seq: int
     t: float
-    status: int | None = None
-    injected: bool = False
+    status: int | None
+    injected: bool
+
+    def __init__(self, kind: str, seq: int, t: float, status: int | None = None, injected: bool = False) -> None:
+        self.kind, self.seq, self.t, self.status, self.injected = kind, seq, t, status, injected
+
+    def __repr__(self) -> str:
+        return f"Transition({self.kind!r}, seq={self.seq}, status={self.status}, injected={self.injected})"
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "record": self.seq, "status": self.status, "injected": self.injected}
 
 
-@dataclass(slots=True)
 class Life:
     """Where a session stands, and the step that took it to each stage (the first of each kind)."""
 
-    state: State = State.NEW
-    opened: Transition | None = None
-    dead: Transition | None = None  # refused, deleted or expired
-    ended: Transition | None = None
-    superseded: Transition | None = None
-    refused_with: int | None = None  # the status it was refused with once gone (a replay answers so)
+    __slots__ = ("state", "opened", "dead", "ended", "superseded", "refused_with", "unknown", "midway")
+    state: State
+    opened: Transition | None
+    dead: Transition | None  # refused, deleted or expired
+    ended: Transition | None
+    superseded: Transition | None
+    refused_with: int | None  # the status it was refused with once gone (a replay answers so)
     # first met on a request, never opened in the tape: `unknown` when the tape holds its conversations from their
     # start (the server should not know the id either), `midway` when the capture began after it opened
-    unknown: bool = False
-    midway: bool = False
+    unknown: bool
+    midway: bool
+
+    def __init__(self) -> None:
+        self.state = State.NEW
+        self.opened = self.dead = self.ended = self.superseded = None
+        self.refused_with = None
+        self.unknown = self.midway = False
 
     def take(self, step: Transition) -> bool:
         """Take a step if the table has it from here; whether it was taken."""

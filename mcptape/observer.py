@@ -4,7 +4,6 @@ and the `Observer` a reader subclasses to hear of records, noticed facts, settle
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mypy_extensions import mypyc_attr
@@ -16,29 +15,31 @@ if TYPE_CHECKING:
     from .model import Model
 
 
-@dataclass(slots=True, init=False)
 class Seen:
     """A record as the model understands it: where it sits, its message, which session and exchange it belongs to,
     and the facts the model noticed on it (facts.py: a session transition, a duplicate request, an orphan or late
     answer, progress after the answer, an answer on the GET stream, a malformed message)."""
 
+    __slots__ = ("tape", "seq", "record", "kind", "t", "msg", "session", "exchange", "notes")
     tape: str
     seq: int
     record: dict
     kind: Any  # the record's kind (records.KINDS; anything in a hostile tape)
-    t: float = 0.0
-    msg: Any = None  # the record's message (or batch), read once for every observer: record.get("msg")
-    session: Session | None = None
-    exchange: Exchange | None = None
-    notes: tuple[Fact, ...] = ()
+    t: float
+    msg: Any  # the record's message (or batch), read once for every observer: record.get("msg")
+    session: Session | None
+    exchange: Exchange | None
+    notes: tuple[Fact, ...]
 
-    # (written out: mypyc compiles a class's own __init__, not the one @dataclass generates, docs/compiled.md; a new
-    # field is set here too)
+    # (written out, as the model's classes are, conversation.py; a new field is set here too)
     def __init__(self, tape: str, seq: int, record: dict, kind: Any, t: float = 0.0, msg: Any = None,
                  session: Session | None = None, exchange: Exchange | None = None,
                  notes: tuple[Fact, ...] = ()) -> None:
         self.tape, self.seq, self.record, self.kind, self.t, self.msg = tape, seq, record, kind, t, msg
         self.session, self.exchange, self.notes = session, exchange, notes
+
+    def __repr__(self) -> str:
+        return f"Seen({self.tape!r}, seq={self.seq}, {self.kind!r})"
 
     def note(self, fact: Fact) -> None:
         self.notes += (fact,)

@@ -18,10 +18,12 @@ import click
 
 # C0 but tab, DEL, C1; the bidi embeddings/overrides (U+202A-U+202E), isolates (U+2066-U+2069), and the marks
 # LRM/RLM/ALM, which reorder text as much as an override does in a short line.
+# (Patterns, compiled by `re` when first used and kept in its cache: most text is printable, and compiling them costs
+# every command's start half a millisecond.)
 _REORDERING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_REORDERING}]")
+_UNSAFE = f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_REORDERING}]"
 # In JSON text a C0 control is already escaped inside strings and only whitespace outside them, which is layout.
-_UNSAFE_IN_JSON = re.compile(f"[\x7f-\x9f{_REORDERING}]")
+_UNSAFE_IN_JSON = f"[\x7f-\x9f{_REORDERING}]"
 
 
 def _text_escape(found: re.Match) -> str:
@@ -31,14 +33,17 @@ def _text_escape(found: re.Match) -> str:
 
 def safe(text: str) -> str:
     """Text fit for a terminal: every control and reordering character shown as an escape."""
-    return _UNSAFE.sub(_text_escape, text) if _UNSAFE.search(text) else text
+    if text.isprintable():  # (every character the pattern names is a control or format character: not printable)
+        return text
+    return re.sub(_UNSAFE, _text_escape, text)
 
 
 def safe_json(text: str) -> str:
     """JSON text fit for a terminal, still the same JSON: what JSON leaves raw (DEL, C1, bidi) as \\uXXXX. JSON
     escapes C0 itself, so the only unsafe characters in its text are inside strings, where \\uXXXX means them."""
-    return (_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _UNSAFE_IN_JSON.search(text)
-            else text)
+    if text.isprintable():
+        return text
+    return re.sub(_UNSAFE_IN_JSON, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def paint(text: str, style: dict | None, colour: bool) -> str:

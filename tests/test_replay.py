@@ -146,7 +146,7 @@ def test_the_replay_command_prints_its_url_and_stops_cleanly(demo_server, record
     assert "0 request(s) unmatched" in proc.stderr.read()
 
 
-def test_replay_does_not_import_mitmproxy(tmp_path):
+def test_replay_does_not_import_mitmproxy_nor_ssl(tmp_path):
     tape = tmp_path / "stdio.mcptape"
     argv = wrapped(tape, sys.executable, "-c", "pass")
     subprocess.run(argv, stdin=subprocess.DEVNULL, check=True)
@@ -154,6 +154,7 @@ def test_replay_does_not_import_mitmproxy(tmp_path):
                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-500:]
     assert "mitmproxy" not in result.stderr and "deepdiff" not in result.stderr
+    assert not re.search(r"\| +_ssl$", result.stderr, re.MULTILINE)  # OpenSSL: a replay never speaks TLS (cli/replay.py)
 
 
 def test_a_resumed_stream_is_served_from_the_tape(demo_server, record, tmp_path):

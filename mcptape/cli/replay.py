@@ -14,7 +14,30 @@ from .options import LISTEN, PACE, POINTER, check_free, edit_options, guard_opti
 from .printing import warn_truncated
 
 
-@main.command()
+def _asyncio_without_ssl() -> None:
+    """A replay serves plain HTTP (--listen is HOST:PORT) or stdio, never TLS, but asyncio imports the ssl module
+    all the same, and OpenSSL starts with it: 5 ms of the 60 `mcptape replay` takes to its first answer
+    (bench/replay_speed.py). A None in sys.modules makes that import fail as if this Python had been built
+    without ssl, which asyncio supports; the None is taken out again at once, so whatever imports ssl later gets
+    it (asyncio alone goes on without TLS, which this process never asks of it)."""
+    if "asyncio" in sys.modules or "ssl" in sys.modules:
+        return
+    sys.modules["ssl"] = None  # type: ignore[assignment]
+    try:
+        import asyncio  # noqa: F401
+    finally:
+        del sys.modules["ssl"]
+
+
+class _Serving(Command):
+    """`mcptape replay`: asyncio is imported without ssl before the options are read (--pace's already needs it)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        _asyncio_without_ssl()
+        return super().make_context(info_name, args, parent, **extra)
+
+
+@main.command(cls=_Serving)
 @click.argument("tape", type=click.Path(dir_okay=False))
 @click.option("--listen", type=LISTEN, default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
               help="Where to serve over HTTP; port 0 picks a free port.")

@@ -18,14 +18,14 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass
+
+import msgspec
 
 from .recorded import load
 from .serve import Replayer
 
 
-@dataclass
-class Replay:
+class Replay(msgspec.Struct):  # (a Struct, as recorded.py's classes)
     url: str
     replayer: Replayer
 

@@ -12,8 +12,9 @@ loaded tape.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from .. import edits
 from ..model import HANDSHAKE_VERSIONS, LEGACY_SSE
@@ -25,28 +26,26 @@ MISS_CODE = -32603
 MISS = "mcptape: no recorded answer"  # how the error for a request the tape has no answer for begins
 
 
-@dataclass
-class LiveSession:
+class LiveSession(msgspec.Struct):  # (Structs, as recorded.py's)
     id: str
     recorded: RecordedSession | None
     ended: bool = False
     # recorded -> live, filled as answers are served, so a message delivered later (on a resumed or GET stream)
     # still goes out with the live request's id and progress token
-    ids: dict = field(default_factory=dict)
-    tokens: dict = field(default_factory=dict)
+    ids: dict = {}
+    tokens: dict = {}
     derived: bool = False  # opened by a handshake the replay derived from a recorded server/discover
 
 
-@dataclass
-class Reply:
+class Reply(msgspec.Struct):
     """What to send back for one live message: the recorded answer (rewritten), or an error of our own."""
 
     answer: Answer | None = None
     status: int = 200
     body: Any = None  # for JSON framing (or our own error)
-    events: list[dict] = field(default_factory=list)  # for SSE framing: sse.event records, rewritten
+    events: list[dict] = []  # for SSE framing: sse.event records, rewritten
     # Answer.messages, rewritten: what stdio writes, and what HTTP frames an answer recorded over stdio from
-    lines: list[dict] = field(default_factory=list)
+    lines: list[dict] = []
     session: LiveSession | None = None
 
 

@@ -9,9 +9,10 @@ them (`_framed`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Coroutine
 from typing import Any
+
+import msgspec
 
 from .. import edits
 from ..tape import records
@@ -234,5 +235,5 @@ def _framed(outcome: Reply, sse_ok: bool) -> tuple[Reply, bool, bool]:
     final = next((line["msg"] for line in reversed(lines) if "method" not in line["msg"]), None)
     if (len(lines) > 1 or final is None) and sse_ok:
         events = [{"event": "message", **line} for line in lines]
-        return dataclasses.replace(outcome, events=events), True, final is None
-    return dataclasses.replace(outcome, body=final), False, final is None
+        return msgspec.structs.replace(outcome, events=events), True, final is None
+    return msgspec.structs.replace(outcome, body=final), False, final is None

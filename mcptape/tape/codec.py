@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
-from functools import cache
 from decimal import Decimal
 from typing import Any
 
 import msgpack
+import msgspec
 
 # The same CRC-32 as zlib's, about four times faster on a record's few hundred bytes (ISA-L): zlib's took a tenth of
 # the reader's time on a large tape.
@@ -88,14 +87,7 @@ def ext_hook(code: int, data: bytes | memoryview) -> Any:
 # One difference remains, in bytes no mcptape writes: an array used as a map key, which msgpack-python refuses
 # (unhashable) and msgspec reads as a tuple (records.first_problem names such a record when a command trips on it).
 FAST_MAX = 1024
-
-
-@cache
-def fast_decoder() -> Callable[[bytes], Any]:
-    """msgspec's decoder, imported when a tape is first read (~3 ms; a recorder only writes)."""
-    import msgspec
-
-    return msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
+fast_decode = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
 
 
 def max_record() -> int:
@@ -167,7 +159,7 @@ def decode_payload(payload: bytes) -> Any:
     record). Raises what msgpack-python raises on bytes it cannot decode."""
     if len(payload) <= FAST_MAX and 255 not in payload:
         try:
-            return fast_decoder()(payload)
+            return fast_decode(payload)
         except Exception:
             pass  # msgpack-python says what is wrong (below)
     return msgpack.unpackb(payload, ext_hook=ext_hook, raw=False, strict_map_key=False)

@@ -12,19 +12,18 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import msgpack
+import msgspec
 
 from .codec import (FAST_MAX, FORMAT, crc32, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError,
-                    TooMany, decode_counted, encode, ext_hook, fast_decoder, max_items, max_record)
+                    TooMany, decode_counted, encode, ext_hook, fast_decode, max_items, max_record)
 
-@dataclass
-class Tape:
+class Tape(msgspec.Struct):  # (a Struct: made in C, where a dataclass compiles its methods at import, facts.py)
     path: str
     header: Record
-    records: list[Record] = field(default_factory=list)
+    records: list[Record] = []
     truncated: str | None = None  # why the tape ends early, when it does
     end_offset: int = 0  # byte offset after the last complete record
 
@@ -99,7 +98,7 @@ class Reader:
         # The hot loop of every command that reads a tape: locals only, one branch per kind of damage. The header
         # is its first record (taken by __init__); iterating the reader goes on from there.
         read, unpack, size = self._file.read, FRAME.unpack, FRAME.size
-        unpackb, hook, fast = msgpack.unpackb, ext_hook, fast_decoder()
+        unpackb, hook, fast = msgpack.unpackb, ext_hook, fast_decode
         offset, limit, items = self.end_offset, self.max_record, self.max_items
         small = min(FAST_MAX, items)  # (a record past the item limit is counted, however short)
         try:

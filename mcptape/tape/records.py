@@ -1,17 +1,23 @@
 """The records a tape holds. Records are plain maps (what msgpack stores and JSON shows); this module is the one
-place that says which kinds exist and which fields each carries. docs/tape-format.md mirrors it.
+place that says which kinds exist, and makes them; shapes.py says which fields each carries. docs/tape-format.md
+mirrors both.
 
 Every record has `kind` and `t` (seconds since the epoch, as the byte passed the recorder). A record's `seq` is its
 position in the tape (0 = first record after the header); it is derived on reading, never stored.
 """
 
 
+from __future__ import annotations
+
 from decimal import Decimal
-from types import UnionType
-from typing import Any, Final, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Final
 
 from ..wire import jsonrpc
 from .codec import FORMAT, Record
+
+if TYPE_CHECKING:  # (the fields of each kind: shapes.py, read at run time only by `problem`)
+    from .shapes import (CaptureStart, CaptureStop, EditRecord, End, HeaderRecord, HttpRequest, HttpResponse, SseEvent,
+                         StdioEof, StdioExit, StdioLine, StdioStderr)
 
 
 # Final: the compiled core (docs/compiled.md) reads these as the strings they are, not as attributes looked up
@@ -77,137 +83,6 @@ PROXY_ERROR = "proxy-error"
 END_REASONS = (COMPLETE, CLIENT_DISCONNECTED, UPSTREAM_RESET, UPSTREAM_UNREACHABLE, PROXY_STOPPED, PROXY_ERROR)
 
 
-# The fields of each kind, defined once, as typed dicts (no run-time cost: records stay plain dicts). Readers may
-# rely on the fields without NotRequired; the recorder writes most of the others too, and `import` checks every
-# field present against its type (FIELDS, derived from these below). docs/tape-format.md's table mirrors them.
-class _Common(TypedDict):
-    kind: str
-    t: float
-    injected: NotRequired[bool]  # an edit changed what the client got
-
-
-class _Body(TypedDict, total=False):
-    msg: Any  # the JSON body as sent: one JSON-RPC message or a batch
-    raw: bytes  # a body that is not JSON, as it came; or the first bytes of one too large to keep (cut_body)
-    problem: str  # what was wrong with it
-    size: int  # a body too large to keep: its size in bytes, and the SHA-256 of all of it
-    sha256: str
-
-
-class HeaderRecord(TypedDict):
-    kind: str
-    format: int
-    t: NotRequired[float]
-    tool: NotRequired[str]
-    redaction: NotRequired[dict]  # how the tape was redacted: rule names, never values (redact/redactor.py, Redactor.describe)
-
-
-class CaptureStart(_Common):
-    tool: NotRequired[str]
-    source: NotRequired[dict]
-    redaction: NotRequired[dict]
-
-
-class CaptureStop(_Common):
-    reason: NotRequired[str]
-
-
-class HttpRequest(_Common, _Body):
-    exchange: int
-    method: str
-    path: str
-    conn: NotRequired[int | None]
-    dir: NotRequired[str]
-    query: NotRequired[list]  # [name, value] pairs
-    headers: NotRequired[list]  # [name, value] pairs, redacted
-    session: NotRequired[str | None]
-    protocol_version: NotRequired[str | None]
-    mcp: NotRequired[bool]
-
-
-class HttpResponse(_Common, _Body):
-    exchange: int
-    status: int
-    dir: NotRequired[str]
-    reason: NotRequired[str]
-    headers: NotRequired[list]
-    session: NotRequired[str | None]
-
-
-class SseEvent(_Common, _Body):
-    exchange: int
-    dir: NotRequired[str]
-    id: NotRequired[str]
-    event: NotRequired[str]
-    retry: NotRequired[int]
-    comments: NotRequired[list]
-    data: NotRequired[str]
-    session: NotRequired[str | None]  # a legacy endpoint's session
-    rewritten_to: NotRequired[str]  # a legacy endpoint relocated to the proxy
-
-
-class End(_Common):
-    exchange: int
-    reason: str
-    detail: NotRequired[str]
-
-
-class StdioLine(_Common, _Body):
-    dir: str
-    partial: NotRequired[bool]
-
-
-class StdioStderr(_Common):
-    text: NotRequired[str]
-    raw: NotRequired[bytes]
-    problem: NotRequired[str]
-    size: NotRequired[int]  # a line too long to keep whole (cut_body)
-    sha256: NotRequired[str]
-
-
-class StdioExit(_Common):
-    code: NotRequired[int | None]
-    signal: NotRequired[str]
-    error: NotRequired[str]
-
-
-class StdioEof(_Common):
-    dir: str
-
-
-class EditRecord(_Common):
-    edits: NotRequired[list]
-    detail: NotRequired[str]
-    exchange: NotRequired[int]
-    request_id: NotRequired[Any]
-    withheld: NotRequired[Any]
-
-
-SHAPES: dict[str, type] = {
-    HEADER: HeaderRecord, CAPTURE_START: CaptureStart, CAPTURE_STOP: CaptureStop, HTTP_REQUEST: HttpRequest,
-    HTTP_RESPONSE: HttpResponse, SSE_EVENT: SseEvent, END: End, STDIO_LINE: StdioLine, STDIO_STDERR: StdioStderr,
-    STDIO_EXIT: StdioExit, STDIO_EOF: StdioEof, EDIT: EditRecord,
-}
-
-
-def _types(annotation: Any) -> tuple:
-    """The classes a field's annotation admits (`int | None` -> (int, NoneType)); () for Any."""
-    if annotation is Any:
-        return ()
-    if get_origin(annotation) is NotRequired:
-        return _types(get_args(annotation)[0])
-    if get_args(annotation) and get_origin(annotation) in (UnionType, Union):
-        return tuple(t for arg in get_args(annotation) for t in _types(arg))
-    origin = get_origin(annotation) or annotation
-    return (int, float, Decimal) if origin is float else (origin,)  # a time may be an int or an exact decimal
-
-
-# kind -> (required fields, every field -> the classes it admits), for `import`'s checks
-FIELDS: dict[str, tuple[frozenset, dict[str, tuple]]] = {
-    kind: (shape.__required_keys__ - {"kind"}, {name: _types(hint) for name, hint in
-                                                get_type_hints(shape).items() if name != "kind"})
-    for kind, shape in SHAPES.items()
-}
 DIRECTIONS = (C2S, S2C)
 LAST_TIME = 32_503_680_000.0  # 3000-01-01: past it a time is not a time a recorder wrote (and gmtime overflows)
 _PAIRS = ("query", "headers")
@@ -217,10 +92,12 @@ def problem(record: Any) -> str | None:
     """Why a record does not fit its kind (unknown kind, a field missing or of the wrong type), or None."""
     if not isinstance(record, dict):
         return f"a record must be an object, not {jsonrpc.type_name(record)}"
-    kind = record.get("kind")
-    if kind not in FIELDS:
-        return f"unknown kind {kind!r} (kinds: {', '.join(FIELDS)})"
-    required, fields = FIELDS[kind]
+    from .shapes import fields
+
+    kind, shapes = record.get("kind"), fields()
+    if kind not in shapes:
+        return f"unknown kind {kind!r} (kinds: {', '.join(shapes)})"
+    required, fields = shapes[kind]
     for name in sorted(required):
         if name not in record:
             return f"{kind} has no {name}"

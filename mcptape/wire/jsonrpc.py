@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -82,13 +81,24 @@ def _dumps(value: Any, indent: int | None) -> str:
         return simplejson.dumps(value, use_decimal=True, ensure_ascii=False, indent=indent, allow_nan=False)
 
 
-@dataclass(frozen=True, slots=True)
 class Body:
-    """A body or SSE data field as read: the message(s) when it is JSON, the reason when it is not."""
+    """A body or SSE data field as read: the message(s) when it is JSON, the reason when it is not. Never changed
+    once made. (A plain class: @dataclass compiles its methods' source at every start, conversation.py.)"""
 
-    msg: JSON | None = None
-    problem: str | None = None
-    is_json: bool = False
+    __slots__ = ("msg", "problem", "is_json")
+    msg: JSON | None
+    problem: str | None
+    is_json: bool
+
+    def __init__(self, msg: JSON | None = None, problem: str | None = None, is_json: bool = False) -> None:
+        self.msg, self.problem, self.is_json = msg, problem, is_json
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Body) and (self.msg, self.problem, self.is_json) == (other.msg, other.problem,
+                                                                                       other.is_json)
+
+    def __repr__(self) -> str:
+        return f"Body(msg={self.msg!r}, problem={self.problem!r}, is_json={self.is_json})"
 
 
 def parse(data: bytes | str) -> Body:

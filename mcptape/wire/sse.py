@@ -8,17 +8,17 @@ block at the end of the stream comes back marked `incomplete`.
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass, field
+
+import msgspec
 
 
-@dataclass(slots=True)
-class Event:
+class Event(msgspec.Struct):  # (a Struct: made in C, where a dataclass compiles its methods at import)
     id: str | None = None
     event: str | None = None
     data: str | None = None  # None when the block had no data line; "" for a priming event's empty data
     retry: int | None = None
-    comments: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    comments: list[str] = []
+    problems: list[str] = []
     incomplete: bool = False
 
     def _empty(self) -> bool:
