@@ -181,8 +181,7 @@ class Sessions(Observer):
         return None
 
     # These return a list of findings, usually empty (not a generator: they run for every request and response).
-    # The exchange comes as an argument, typed: read from seen.exchange (an Exchange | None) every attribute is a
-    # lookup by name in the compiled core.
+    # The exchange comes as a typed argument, not seen.exchange read again: docs/compiled.md.
 
     def _request(self, seen: Seen, ex: Exchange) -> list[Finding]:
         found: list[Finding] = []

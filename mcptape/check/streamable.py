@@ -101,8 +101,7 @@ class StreamableHttp(Observer):
         more = self._response(seen, ex)
         return (found + more if found else more) or None
 
-    # The exchange comes as an argument, typed: read from seen.exchange (an Exchange | None) every attribute is a
-    # lookup by name in the compiled core.
+    # (the exchange as a typed argument, not seen.exchange read again: docs/compiled.md)
 
     def _origin(self, seen: Seen, ex: Exchange) -> list[Finding]:
         origin = self.foreign.pop(ex.number, None)

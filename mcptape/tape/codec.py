@@ -17,7 +17,7 @@ The limits a reader keeps (a frame claims its own length) are read from the envi
 
 Decoding: msgspec reads a record in half msgpack-python's time (it caches map keys where msgpack interns them), so
 the reader takes it wherever the two are sure to agree, and msgpack-python everywhere else (`decode_payload`).
-msgpack writes.
+msgpack-python writes.
 """
 
 from __future__ import annotations
