@@ -180,7 +180,8 @@ def installed(where: Path) -> Path:
     site_dir = next((where / "lib").glob("python3*/site-packages"))
     (site_dir / "mcptape.pth").write_text(f"{where / 'pkg'}\n" + "\n".join(site.getsitepackages()) + "\n")
     script = where / "bin" / "mcptape"
-    script.write_text((BIN / "mcptape").read_text().replace(f"#!{BIN / 'python'}", f"#!{where / 'bin' / 'python'}", 1))
+    # (its own interpreter on the first line, whichever name the checkout's script has there)
+    script.write_text(f"#!{where / 'bin' / 'python'}\n" + (BIN / "mcptape").read_text().split("\n", 1)[1])
     script.chmod(0o755)
     return script
 
