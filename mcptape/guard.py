@@ -29,7 +29,7 @@ from .wire import http
 ANY = "*"
 
 
-class Refusal(msgspec.Struct, frozen=True):  # (a Struct: made in C, where a dataclass compiles its methods at import)
+class Refusal(msgspec.Struct, frozen=True):
     status: int
     headers: list[tuple[str, str]]
     body: bytes

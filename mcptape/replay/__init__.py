@@ -25,7 +25,7 @@ from .recorded import load
 from .serve import Replayer
 
 
-class Replay(msgspec.Struct):  # (a Struct, as recorded.py's classes)
+class Replay(msgspec.Struct):
     url: str
     replayer: Replayer
 

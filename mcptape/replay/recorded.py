@@ -26,9 +26,8 @@ from ..tape.file import Reader
 from ..wire import http, jsonrpc, sse
 
 
-# msgspec Structs, as the model's facts (facts.py: a dataclass compiles its methods at import, 0.3 ms each, paid by
-# every replay's start). eq=False: an answer is equal only to itself and hashed by identity, so a replay can key its
-# counts by it.
+# (msgspec Structs, not dataclasses: docs/compiled.md.) eq=False: an answer is equal only to itself and hashed by
+# identity, so a replay can key its counts by it.
 class Answer(msgspec.Struct, frozen=True, eq=False, dict=True):  # (dict: room for its cached properties)
     seq: int  # the request's record
     session: str | None  # recorded session label (None: not JSON-RPC, or before a session existed)

@@ -26,7 +26,7 @@ MISS_CODE = -32603
 MISS = "mcptape: no recorded answer"  # how the error for a request the tape has no answer for begins
 
 
-class LiveSession(msgspec.Struct):  # (Structs, as recorded.py's)
+class LiveSession(msgspec.Struct):
     id: str
     recorded: RecordedSession | None
     ended: bool = False

@@ -12,7 +12,7 @@ import codecs
 import msgspec
 
 
-class Event(msgspec.Struct):  # (a Struct: made in C, where a dataclass compiles its methods at import)
+class Event(msgspec.Struct):
     id: str | None = None
     event: str | None = None
     data: str | None = None  # None when the block had no data line; "" for a priming event's empty data
