@@ -28,9 +28,10 @@ build_sdist = _pure(build_meta.build_sdist)
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    # setuptools stages a wheel in build/lib* and packs whatever is there: a checkout that was built before (pip
-    # install . builds in the tree) would ship the last build's modules, a compiled one since taken off the list or
-    # compiled from older sources among them, and a compiled core that does not import
-    for staged in glob.glob(os.path.join("build", "lib*")):
+    # setuptools stages a wheel in build/lib* (then build/bdist.*, which only a finished build removes) and packs
+    # whatever is there: a checkout that was built before (pip install . builds in the tree) would ship the last
+    # build's modules, a compiled one since taken off the list or compiled from older sources among them, and a
+    # compiled core that does not import
+    for staged in glob.glob(os.path.join("build", "lib*")) + glob.glob(os.path.join("build", "bdist.*")):
         shutil.rmtree(staged)
     return build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)

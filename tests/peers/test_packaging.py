@@ -12,6 +12,7 @@ import shutil
 import site
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -91,10 +92,12 @@ def test_a_bundles_install_commands_run_as_written(tmp_path):
     commands = [line.partition("  #")[0].strip() for line in block.splitlines()]
     assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate" and commands[1] == "pip install ./mcptape"
     checkout = copy_source(tmp_path / "mcptape")  # a checkout, beside which the receiver runs the commands
-    # that built before: `pip install .` builds in the tree, and what an older build staged must not be shipped
-    staged = checkout / "build" / "lib" / "mcptape"
-    staged.mkdir(parents=True)
-    (staged / "taken_out.py").write_text("raise SystemExit('an older build')\n")
+    # that built before: `pip install .` builds in the tree, and what an older build staged must not be shipped (one
+    # that finished leaves build/lib, one interrupted its wheel's tree too)
+    for where in ("lib", f"bdist.{sysconfig.get_platform()}/wheel"):
+        staged = checkout / "build" / where / "mcptape"
+        staged.mkdir(parents=True)
+        (staged / "taken_out.py").write_text("raise SystemExit('an older build')\n")
     bin_ = fresh_venv(tmp_path / ".venv")  # the first command, with this interpreter (and its dependencies)
     pip_install(bin_, "./mcptape", cwd=tmp_path)  # the second, as written
     said = re.search(r"mcptape --version\s+# (.*)", block)[1]
