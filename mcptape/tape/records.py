@@ -97,12 +97,12 @@ def problem(record: Any) -> str | None:
     kind, shapes = record.get("kind"), fields()
     if kind not in shapes:
         return f"unknown kind {kind!r} (kinds: {', '.join(shapes)})"
-    required, fields = shapes[kind]
+    required, admitted = shapes[kind]
     for name in sorted(required):
         if name not in record:
             return f"{kind} has no {name}"
     for name, value in record.items():
-        wanted = fields.get(name)
+        wanted = admitted.get(name)
         if not wanted:  # a field of another version, or one that may hold anything
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
