@@ -16,8 +16,8 @@ from .printing import warn_truncated
 
 def _asyncio_without_ssl() -> None:
     """A replay serves plain HTTP (--listen is HOST:PORT) or stdio, never TLS, but asyncio imports the ssl module
-    all the same, and OpenSSL starts with it: 5 ms of the 60 `mcptape replay` takes to its first answer
-    (bench/replay_speed.py). A None in sys.modules makes that import fail as if this Python had been built
+    all the same, and OpenSSL starts with it: 3 to 5 ms of the 60-odd `mcptape replay` takes to its first answer
+    (docs/benchmarks.md). A None in sys.modules makes that import fail as if this Python had been built
     without ssl, which asyncio supports; the None is taken out again at once, so whatever imports ssl later gets
     it (asyncio alone goes on without TLS, which this process never asks of it)."""
     if "asyncio" in sys.modules or "ssl" in sys.modules:
