@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 class Fact:
     """Something the model noticed on a record.
 
-    Each fact is a frozen msgspec Struct (equal by value, hashable, matched by position): msgspec makes a Struct
-    class in C, where @dataclass compiles the methods' source at import, 0.3 ms a class, which every command pays at
-    its start (`mcptape replay` most of all: bench/replay_speed.py)."""
+    Each fact is a frozen msgspec Struct (equal by value, hashable when its fields are, matched by position):
+    msgspec makes a Struct class in C, where @dataclass compiles the methods' source at import, 0.3 ms a class, which
+    every command pays at its start (`mcptape replay` most of all: bench/replay_speed.py)."""
 
     __slots__ = ()
 
