@@ -20,6 +20,7 @@ import msgspec
 from .codec import (FAST_MAX, FORMAT, crc32, FRAME, MAGIC, MAX_ITEMS_ENV, MAX_RECORD_ENV, ZIP_MAGIC, Record, TapeError,
                     TooMany, decode_counted, encode, ext_hook, fast_decode, max_items, max_record)
 
+
 class Tape(msgspec.Struct):
     path: str
     header: Record
