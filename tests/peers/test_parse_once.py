@@ -75,6 +75,7 @@ def test_a_marker_edit_is_parsed_once_and_a_reworded_recorder_still_records(pyte
     monkeypatch.setattr(language, "parse", counting)
     monkeypatch.setattr(mcptape.edits, "parse", counting)
     pytester.makepyfile(test_app=textwrap.dedent(SUITE.format(upstream=upstream)))
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")  # (as the project's own ini)
 
     pytester.runpytest("--mcptape-record-mode=once").assert_outcomes(passed=1)  # recorded (over HTTP, reworded)
     tape = pytester.path / "cassettes" / "test_app" / "test_add.mcptape"
