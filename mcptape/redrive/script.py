@@ -125,6 +125,10 @@ class _Builder(Observer):
         self.event_at: dict[str, tuple[int, int]] = {}  # SSE event id -> (exchange, index): what a resume names
         self.sent_at: dict[Any, float] = {}  # recorded exchange, or (session, request id) -> when it was sent
         self.ended: set[int] = set()  # exchanges the server (not the client) ended
+        self.tokens: dict[tuple, Any] = {}  # (session, request id) -> the progress token the request carried
+        # what the server says about a request the client has cancelled: it may come or not (the receiver only
+        # SHOULD stop, and the cancellation can cross the answer), so no later step waits for it
+        self.racing: set[Key] = set()
 
     def record(self, seen: Seen, model: Model) -> None:
         r, kind = seen.record, seen.kind
@@ -188,7 +192,7 @@ class _Builder(Observer):
         return step
 
     def _needs(self) -> list[tuple[Key, int]]:
-        needs = [(key, self.counts[key]) for key in self.changed]
+        needs = [(key, self.counts[key]) for key in self.changed if key not in self.racing]
         self.changed.clear()
         return needs
 
@@ -219,10 +223,16 @@ class _Builder(Observer):
                 key = (label, jsonrpc.id_key(msg.get("id")))
                 self.script.methods[key] = msg["method"]
                 self.sent_at[key] = t
-            elif kind == "notification" and msg["method"] == "notifications/cancelled" and not step.needs:
+                token = jsonrpc.progress_token(msg)
+                if token is not None:
+                    self.tokens[key] = jsonrpc.id_key(token)
+            elif kind == "notification" and msg["method"] == "notifications/cancelled":
                 params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
                 key = (label, jsonrpc.id_key(params.get("requestId")))
-                if key in self.sent_at:
+                self.racing.add((label, "answer", key[1]))
+                if key in self.tokens:
+                    self.racing.add((label, "progress", self.tokens[key]))
+                if key in self.sent_at and not step.needs:
                     step.gave_up = (key, t - self.sent_at[key])
             elif kind in ("response", "error"):
                 asked = self.asks.get((label, jsonrpc.id_key(msg.get("id"))))
