@@ -415,6 +415,51 @@ def test_each_client_message_needs_the_server_messages_it_followed(tmp_path):
     assert script.redacted() == [] and script.methods[(session, 3)] == "tools/call"
 
 
+@pytest.mark.parametrize("transport", ["streamable-http", "stdio"])
+def test_what_raced_a_cancellation_is_not_waited_for_but_the_rest_still_is(tmp_path, transport):
+    """A log line after the cancellation, on the cancelled call's own stream, may not come again; the same line on
+    stdio could be any call's (the wire says nothing of whom it is for), so it is still waited for."""
+    from mcptape.redrive import script as scripted
+    from mcptape.testing.builder import Conversation, Event, notification, result
+
+    def log(text: str) -> dict:
+        return notification("notifications/message", {"level": "info", "data": text})
+
+    def progress(n: int) -> dict:
+        return notification("notifications/progress", {"progressToken": "slow", "progress": n})
+
+    c = Conversation(transport=transport)
+    c.initialize()
+    slow = {"name": "slow", "_meta": {"progressToken": "slow"}}
+    if transport == "stdio":
+        c.request("tools/call", slow, id=10)
+        c.line("s2c", log("started"))
+        c.line("s2c", progress(1))
+        c.notify("notifications/cancelled", {"requestId": 10})
+        for late in (log("still going"), progress(2), result(10, {"content": []})):
+            c.line("s2c", late)  # crossed the cancellation
+    else:
+        ex = c.exchange({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": slow},
+                        events=[Event(msg=log("started")), Event(msg=progress(1))], end=None)
+        c.notify("notifications/cancelled", {"requestId": 10})
+        for late in (log("still going"), progress(2), result(10, {"content": []})):
+            c.sse(ex, late)
+        c.end(ex)
+    c.call("tools/call", {"name": "quick"}, before=[log("quick")], stream=True, id=11)
+    c.notify("notifications/roots/list_changed")
+    script = scripted.build(c.write(tmp_path / "t.mcptape"))
+    cancel, quick, last = script.steps[-3:]
+
+    def needs(step) -> dict:  # (an HTTP step also waits for the answer to the POST before it: not the point here)
+        return {key[1:]: n for key, n in step.needs if key[1] != "http"}
+
+    assert needs(cancel) == {("note", "notifications/message"): 1, ("progress", "slow"): 1}
+    assert needs(quick) == ({} if transport != "stdio" else
+                            {("note", "notifications/message"): 2})
+    expected = {("answer", 11): 1, ("note", "notifications/message"): 2 if transport != "stdio" else 3}
+    assert needs(last) == expected
+
+
 def test_a_cancellation_with_nothing_to_wait_for_keeps_its_recorded_delay(tmp_path):
     from mcptape.redrive import script as scripted
     from mcptape.tape import records

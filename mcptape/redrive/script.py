@@ -126,9 +126,14 @@ class _Builder(Observer):
         self.sent_at: dict[Any, float] = {}  # recorded exchange, or (session, request id) -> when it was sent
         self.ended: set[int] = set()  # exchanges the server (not the client) ended
         self.tokens: dict[tuple, Any] = {}  # (session, request id) -> the progress token the request carried
-        # what the server says about a request the client has cancelled: it may come or not (the receiver only
-        # SHOULD stop, and the cancellation can cross the answer), so no later step waits for it
-        self.racing: set[Key] = set()
+        self.requests: dict[int, list[tuple]] = {}  # exchange -> the (session, request id)s its POST carried
+        # What the server said about a request after the client cancelled it may come again or not: the receiver
+        # only SHOULD stop, and "cancellation notifications may arrive after request processing has completed".
+        # Such messages are counted (a re-drive counts them too) but no step waits for them: a step needs its
+        # key's count less the messages that raced a cancellation.
+        self.cancelled: set[tuple] = set()  # (session, request id)
+        self.cancelled_tokens: set[tuple] = set()  # (session, progress token)
+        self.racing: dict[Key, int] = {}
 
     def record(self, seen: Seen, model: Model) -> None:
         r, kind = seen.record, seen.kind
@@ -158,18 +163,19 @@ class _Builder(Observer):
                 step.needs.append(((None, "event", resumed), step.resume[1]))
                 if resumed in self.ended:
                     step.needs.append(((None, "end", resumed), 1))
+            self.requests[ex] = []  # (an exchange number a new request takes is a new exchange)
             self._answers(step, label, seen.t)
         elif kind == records.HTTP_RESPONSE and step is not None:
             step.answer_session = r.get("session")
             self._count(None, ("http", ex))  # exchanges are numbered across the tape: no session needed
-            self._server(label, r.get("msg"))
+            self._server(label, r.get("msg"), ex)
         elif kind == records.SSE_EVENT and step is not None:
             index = self.event_counts[ex] = self.event_counts.get(ex, 0) + 1
             if "id" in r:
                 self.event_at[r["id"]] = (ex, index)
             if r.get("event") == "endpoint":
                 self._count(label, ("endpoint",))
-            self._server(label, r.get("msg"))
+            self._server(label, r.get("msg"), ex)
         elif kind == records.END and step is not None:
             if r.get("reason") != records.CLIENT_DISCONNECTED:
                 self.ended.add(ex)
@@ -192,24 +198,39 @@ class _Builder(Observer):
         return step
 
     def _needs(self) -> list[tuple[Key, int]]:
-        needs = [(key, self.counts[key]) for key in self.changed if key not in self.racing]
+        needs = [(key, self.counts[key] - self.racing.get(key, 0)) for key in self.changed]
         self.changed.clear()
         return needs
 
-    def _count(self, label: str | None, what: tuple) -> int:
+    def _count(self, label: str | None, what: tuple, racing: bool = False) -> int:
         key = (label, *what)
         n = self.counts[key] = self.counts.get(key, 0) + 1
-        self.changed[key] = None
+        if racing:
+            self.racing[key] = self.racing.get(key, 0) + 1
+        else:
+            self.changed[key] = None
         return n
 
-    def _server(self, label: str | None, body: Any) -> None:
+    def _races(self, label: str | None, what: tuple, exchange: int | None) -> bool:
+        """Whether a server message is about a request the client had already cancelled: its answer, its
+        progress, or anything on the stream that answers it (a POST's SSE stream carries what concerns its
+        request; stdio and a legacy channel's shared stream say nothing of whom a log line or a server request
+        is for)."""
+        if what[0] == "answer":
+            return (label, what[1]) in self.cancelled
+        if what[0] == "progress":
+            return (label, what[1]) in self.cancelled_tokens
+        asked = self.requests.get(exchange) if exchange is not None else None
+        return bool(asked) and all(key in self.cancelled for key in asked)
+
+    def _server(self, label: str | None, body: Any, exchange: int | None = None) -> None:
         if body is None:
             return
         for msg in jsonrpc.messages(body):
             what = server_key(msg)
             if what is None:
                 continue
-            n = self._count(label, what)
+            n = self._count(label, what, bool(self.cancelled) and self._races(label, what, exchange))
             if what[0] == "ask":
                 self.asks[(label, jsonrpc.id_key(msg.get("id")))] = (msg["method"], n)
 
@@ -226,12 +247,14 @@ class _Builder(Observer):
                 token = jsonrpc.progress_token(msg)
                 if token is not None:
                     self.tokens[key] = jsonrpc.id_key(token)
+                if step.exchange is not None:
+                    self.requests[step.exchange].append(key)
             elif kind == "notification" and msg["method"] == "notifications/cancelled":
                 params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
                 key = (label, jsonrpc.id_key(params.get("requestId")))
-                self.racing.add((label, "answer", key[1]))
+                self.cancelled.add(key)
                 if key in self.tokens:
-                    self.racing.add((label, "progress", self.tokens[key]))
+                    self.cancelled_tokens.add((label, self.tokens[key]))
                 if key in self.sent_at and not step.needs:
                     step.gave_up = (key, t - self.sent_at[key])
             elif kind in ("response", "error"):
