@@ -6,7 +6,8 @@ Sans-I/O: built by reading the tape through the analysis model (model.py), so a 
 request id, the Nth server request of a method, the Nth progress for a token, the Nth other notification of a
 method, the HTTP answer to a recorded exchange. A re-drive counts what arrives with the same function; a step
 waits until its session's counts reach what the tape held before it. Recorded concurrency and cancellations keep
-their meaning: a cancellation sent after the second progress of a call goes out after the second progress again.
+their meaning: a cancellation sent after the second progress of a call goes out after the second progress again,
+and what the server sent about that call after it is counted but never waited for (it may not come again).
 """
 
 from __future__ import annotations
