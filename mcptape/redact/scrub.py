@@ -8,7 +8,7 @@ from typing import Any
 
 from ahocorasick_rs import AhoCorasick, BytesAhoCorasick
 
-from ..wire import jsonrpc, pointer
+from ..wire import json_spans, pointer
 from .argv import argv_secrets
 from .names import (KEY_LITERALS, NEVER_KEYS, PROTOCOL_KEYS, REDACT_PATH, SENSITIVE_HEADER, SENSITIVE_KEY,
                     SENSITIVE_QUERY, header_is_secret, is_session, key_is_sensitive, query_is_secret)
@@ -72,7 +72,7 @@ class Scrub:
     (header values, method names, keys: a session repeats them) are not scanned again. `extra_headers`: more
     header names whose value is a secret."""
 
-    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "seen", "depth")
+    __slots__ = ("replace", "keep", "extra", "cache", "extra_headers", "names", "seen", "depth", "edits")
 
     def __init__(self, replace: Replace, keep: list[list[str]] = (), extra: list[list[str]] = (),
                  cached: bool = False, extra_headers: Iterable[str] = ()) -> None:
@@ -82,6 +82,7 @@ class Scrub:
         self.names: dict[str, dict[str, str]] = {"headers": {}, "query": {}}  # name -> how its value is treated
         self.seen: dict[str, dict] = {"headers": {}, "query": {}}  # cached: (name, value) -> as redacted
         self.depth = 0  # JSON opened inside strings, now
+        self.edits: list[tuple[int, int, str]] = []  # the tokens to replace in the JSON text opened last (_nested)
 
     # -- records ---------------------------------------------------------------------------------------------------
 
@@ -219,10 +220,11 @@ class Scrub:
             return self.value(value, path, len(path), False)
         return self._object(value, path, len(path), False, top=True)
 
-    def _object(self, value: dict, path: list, base: int, sensitive: bool, top: bool = False) -> dict:
+    def _object(self, value: dict, path: list, base: int, sensitive: bool, top: bool = False,
+                spans: list | None = None) -> dict:
         out = None
         renamed = None
-        for key, item in value.items():
+        for n, (key, item) in enumerate(value.items()):
             if top and key in PROTOCOL_KEYS or key in NEVER_KEYS:
                 continue
             if isinstance(key, str) and len(key) >= SHORTEST:  # a key is text a peer chose, too
@@ -234,10 +236,13 @@ class Scrub:
                 if new_key != key:
                     renamed = renamed or {}
                     renamed[key] = new_key
+                    if spans is not None:
+                        self.edits.append((*spans[n][0], new_key))
             if not top and (item is None or item is True or item is False):
                 continue
             path.append(key)
-            new = self.value(item, path, base, sensitive or isinstance(key, str) and key_is_sensitive(key))
+            new = self.value(item, path, base, sensitive or isinstance(key, str) and key_is_sensitive(key),
+                             None if spans is None else spans[n][1])
             path.pop()
             if new is not item:
                 out = out or dict(value)
@@ -245,7 +250,9 @@ class Scrub:
         out = value if out is None else out
         return out if renamed is None else {renamed.get(k, k): v for k, v in out.items()}
 
-    def value(self, value: Any, path: list, base: int, sensitive: bool) -> Any:
+    def value(self, value: Any, path: list, base: int, sensitive: bool, spans: Any = None) -> Any:
+        """`spans`: where each of value's tokens stands in the JSON text it was read from (json_spans), when it
+        was read from a string (_nested): each token that changes is then also noted in `edits`."""
         if self.keep or self.extra:
             here = path[base:]
             if any(_hits(p, here) for p in self.keep):
@@ -253,25 +260,30 @@ class Scrub:
             sensitive = sensitive or any(_hits(p, here) for p in self.extra)
         if isinstance(value, str):
             if sensitive:
-                return value if not value or is_pseudonym(value) else self.replace(path, value, self._why(path, base))
-            if len(value) < SHORTEST:
+                new = value if not value or is_pseudonym(value) else self.replace(path, value, self._why(path, base))
+            elif len(value) < SHORTEST:
                 return value
-            return self.text(value, path)
-        if isinstance(value, dict):
-            return self._object(value, path, base, sensitive)
-        if isinstance(value, list):
+            else:
+                new = self.text(value, path)
+        elif isinstance(value, dict):
+            return self._object(value, path, base, sensitive, spans=spans)
+        elif isinstance(value, list):
             out = None
             for i, item in enumerate(value):
                 path.append(i)
-                new = self.value(item, path, base, sensitive)
+                new = self.value(item, path, base, sensitive, None if spans is None else spans[i])
                 path.pop()
                 if new is not item:
                     out = out or list(value)
                     out[i] = new
             return value if out is None else out
-        if sensitive and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return self.replace(path, str(value), self._why(path, base))  # a PIN is a secret too
-        return value
+        elif sensitive and isinstance(value, (int, float)) and not isinstance(value, bool):
+            new = self.replace(path, str(value), self._why(path, base))  # a PIN is a secret too
+        else:
+            return value
+        if spans is not None and new is not value:
+            self.edits.append((*spans, new))
+        return new
 
     def _why(self, path: list, base: int) -> str:
         if self.extra and any(_hits(p, path[base:base + len(p)]) for p in self.extra):
@@ -296,9 +308,11 @@ class Scrub:
             return False
 
     def text(self, value: str, path: list) -> str:
+        """`value` with each secret in it replaced where it stands; `value` itself when it holds none (callers tell
+        a change by identity: an equal text from the cache is not one)."""
         cache = self.cache
         if cache is not None and (seen := cache.get(value)) is not None:
-            return seen
+            return value if seen == value else seen
         redacted = self._nested(value, path) if value[0] in "{[" or value[-1:] in "}]" else None
         if redacted is None:
             found = spans(value)
@@ -316,28 +330,24 @@ class Scrub:
         return redacted
 
     def _nested(self, value: str, path: list) -> str | None:
-        """JSON inside a string (a tool's text content, an argument, a header): opened, walked as JSON, written
-        back when something in it changed; None when it is not a JSON object or array."""
+        """JSON inside a string (a tool's text content, an argument, a header): opened and walked as JSON, and each
+        token that held a secret replaced where it stands, every other character kept (never written again from
+        the values: a server's spacing, escapes, key order and number spelling are its own). None when it is not
+        a JSON object or array."""
         if self.depth >= _NESTED_JSON:
             return None
-        stripped = value.strip()
-        if not (stripped[:1] == "{" and stripped[-1:] == "}" or stripped[:1] == "[" and stripped[-1:] == "]"):
+        parsed = json_spans.parse(value)
+        if parsed is None:
             return None
-        try:
-            decoded = jsonrpc.loads(stripped)
-        except (ValueError, RecursionError):
-            return None
+        outer, self.edits = self.edits, []
         self.depth += 1
         try:
-            new = self.value(decoded, path, len(path), False)
+            self.value(parsed[0], path, len(path), False, parsed[1])
+            edits = self.edits
         finally:
             self.depth -= 1
-        if new is decoded:
-            return value
-        import json
-
-        return json.dumps(new, ensure_ascii=False, separators=(", " if ", " in stripped else ",",
-                                                               ": " if '": ' in stripped else ":"))
+            self.edits = outer
+        return json_spans.splice(value, edits) if edits else value
 
 
 def _hits(steps: list[str], path: list) -> bool:
