@@ -336,13 +336,18 @@ class Scrub:
         a JSON object or array."""
         if self.depth >= _NESTED_JSON:
             return None
-        parsed = json_spans.parse(value)
+        parsed = json_spans.parse(value, located=False)
         if parsed is None:
             return None
-        outer, self.edits = self.edits, []
+        decoded, spans = parsed
         self.depth += 1
+        outer, self.edits = self.edits, []
         try:
-            self.value(parsed[0], path, len(path), False, parsed[1])
+            if spans is None:  # read without places: walked once to see whether anything in it is secret
+                if self.value(decoded, path, len(path), False) is decoded:
+                    return value
+                decoded, spans = json_spans.parse(value)
+            self.value(decoded, path, len(path), False, spans)
             edits = self.edits
         finally:
             self.depth -= 1
