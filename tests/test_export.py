@@ -133,3 +133,31 @@ def test_odd_exchanges_still_make_a_valid_har(tmp_path):
     assert len(parse_har(out).entries) == 3
     assert [f.request.path for f in mitm_io.read_flows_from_paths([str(out)])] == [
         "/mcp?api_key=%3Credacted%3A0123456789ab%3E&x=1+2", "/mcp", "/.well-known/oauth-authorization-server"]
+
+
+ODD_BODY = ('{ "jsonrpc" : "2.0", "id" : 2, "result" : {"z": 1.0, "a": -0.0, "big": 123456789012345678901234567890,'
+            ' "exact": 0.10000000000000000001, "\\u00e9t\\u00e9": "caf\\u00e9 \\/", "d": 1, "d": 2, "content":'
+            ' [{"type": "text", "text": "{\\n  \\"name\\" : \\"caf\\\\u00e9\\",\\n  \\"n\\": 1e3,\\n  \\"n\\": 1.50\\n}"},'
+            ' {"type": "text", "text": "{\\"api_key\\": \\"<redacted:0123456789ab>\\",  \\"x\\":[1 ,2]}"}]}}')
+
+
+def test_a_body_that_is_not_canonical_json_round_trips_through_export_and_import(tmp_path):
+    """Key order, `1.0`, `-0.0`, big and exact numbers, escapes, a key written twice, and JSON text inside strings
+    (pretty-printed, a redacted one among them): what export writes, import reads back as the same records."""
+    from mcptape.testing.builder import Conversation
+    from mcptape.wire import jsonrpc
+
+    answer = jsonrpc.loads(ODD_BODY)
+    tape = Conversation()
+    tape.initialize()
+    tape.call("tools/call", {"name": "odd"}, result=answer["result"])
+    path = tape.write(tmp_path / "odd.mcptape")
+    for fmt in ("json", "jsonl"):
+        out = tmp_path / f"odd.{fmt}"
+        export(path, fmt, "-o", str(out))
+        back = tmp_path / f"back-{fmt}.mcptape"
+        assert run_mcptape("import", str(out), "-o", str(back)).returncode == 0
+        assert repr(read(back).records) == repr(read(path).records)  # every value of its type, every string as it was
+    answered = [r["msg"]["result"] for r in read(back).records if "content" in r.get("msg", {}).get("result", {})]
+    assert [c["text"] for c in answered[0]["content"]] == [c["text"] for c in answer["result"]["content"]]
+    assert list(answered[0]) == ["z", "a", "big", "exact", "été", "d", "content"] and answered[0]["d"] == 2

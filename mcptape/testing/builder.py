@@ -21,7 +21,6 @@ steps (`exchange`, `line`, `edit`, `raw`) write anything else, malformed message
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 from ..check.modern import CACHED
 from ..model import LEGACY_SSE, STATELESS, STDIO, STREAMABLE
 from ..tape import records as rec
-from ..wire import header_value, sse
+from ..wire import header_value, jsonrpc, sse
 
 TRANSPORTS = (STREAMABLE, LEGACY_SSE, STATELESS, STDIO)
 _DEFAULT_REVISION = {STREAMABLE: "2025-11-25", LEGACY_SSE: "2024-11-05", STATELESS: "2026-07-28",
@@ -158,7 +157,7 @@ class Conversation:
             own += _standard_headers(msg)
         given = {name.lower() for name, _ in headers}  # a header given replaces the builder's own
         request_headers = [*headers, *(h for h in own if h[0] not in given)]
-        body = rec.body(json.dumps(msg).encode()) if msg is not None else {}
+        body = rec.body(jsonrpc.dumps(msg).encode()) if msg is not None else {}
         self.raw(rec.http_request(self.tick(), number, conn, method, path, list(query), request_headers, sent,
                                       version, True, body))
         if status is not None:
@@ -168,7 +167,7 @@ class Conversation:
             if new_session is not None:
                 answer_headers.append(("mcp-session-id", new_session))
             fields = {"raw": raw_reply} if raw_reply is not None else (
-                rec.body(json.dumps(reply).encode()) if reply is not None and not streamed else {})
+                rec.body(jsonrpc.dumps(reply).encode()) if reply is not None and not streamed else {})
             response = rec.http_response(self.tick(0), number, status, reason, answer_headers, new_session,
                                              fields)
             if injected:
@@ -184,7 +183,7 @@ class Conversation:
     def sse(self, exchange: int, item: Event | dict, injected: bool = False) -> dict:
         """One event on an exchange's stream (a message, or an Event)."""
         ev = item if isinstance(item, Event) else Event(msg=item)
-        data = json.dumps(ev.msg) if ev.msg is not None else ev.data
+        data = jsonrpc.dumps(ev.msg) if ev.msg is not None else ev.data
         record = rec.sse_event(self.tick(0), exchange, sse.Event(id=ev.id, event=ev.event, data=data))
         if injected:
             record["injected"] = True
@@ -206,7 +205,7 @@ class Conversation:
 
     def line(self, direction: str, msg: Any = _MISSING, raw: bytes | None = None, injected: bool = False) -> dict:
         """One stdio line: a message (c2s: to the server's stdin; s2c: from its stdout) or raw bytes."""
-        data = raw if raw is not None else json.dumps(msg).encode()
+        data = raw if raw is not None else jsonrpc.dumps(msg).encode()
         record = rec.stdio_line(self.tick(), direction, data)
         if injected:
             record["injected"] = True
