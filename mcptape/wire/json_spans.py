@@ -17,9 +17,9 @@ from json.decoder import scanstring
 from json.scanner import make_scanner
 from typing import Any
 
-from .jsonrpc import MAX_DEPTH, _decoder, _deeper_than, _exact_float, _reject_constant
+from .jsonrpc import MAX_DEPTH, decoder, too_deep
 
-_scan = make_scanner(_decoder)  # (text, index) -> (value, end): one value, exactly as jsonrpc.loads reads it
+_scan = make_scanner(decoder())  # (text, index) -> (value, end): one value, exactly as jsonrpc.loads reads it
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 # What `parse` returns beside the value, shaped like it: a string, number or literal has (start, end); an array a
@@ -47,8 +47,7 @@ def _unique(pairs: list) -> dict:
     return value
 
 
-# jsonrpc's decoder, but refusing a key written twice in one object (then `parse` reads the text itself)
-_fast = json.JSONDecoder(parse_float=_exact_float, parse_constant=_reject_constant, object_pairs_hook=_unique)
+_fast = decoder(_unique)  # refuses a key written twice in one object: `parse` then reads the text itself
 
 
 def parse(text: str, located: bool = True) -> tuple[Any, Spans | None] | None:
@@ -67,8 +66,7 @@ def parse(text: str, located: bool = True) -> tuple[Any, Spans | None] | None:
         except (ValueError, RecursionError):
             return None
         else:
-            deep = text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH)
-            return None if deep else (value, None)
+            return None if too_deep(text, value) else (value, None)
     try:
         value, spans, end = _value(text, start, 0)
     except (ValueError, StopIteration, RecursionError):  # the scanner raises StopIteration where no value starts
@@ -133,10 +131,8 @@ def _array(text: str, i: int, depth: int) -> tuple[list, list, int]:
 
 def splice(text: str, edits: list[tuple[int, int, str]]) -> str:
     """`text` with each (start, end, value) token replaced by `value` written as a JSON string, and nothing else
-    changed. The token is written as its neighbours are: in ASCII with escapes where it was ASCII (or where the value
-    holds a lone surrogate, which UTF-8 cannot carry), in plain characters otherwise."""
-    import json
-
+    changed. The new token is written in ASCII with escapes where the old one was ASCII (or where the value holds a
+    lone surrogate, which UTF-8 cannot carry), in plain characters otherwise."""
     parts, last = [], 0
     for start, end, value in sorted(edits):
         as_ascii = text[start:end].isascii() or not _utf8(value)

@@ -34,7 +34,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_decoder = json.JSONDecoder(parse_float=_exact_float, parse_constant=_reject_constant)
+def decoder(object_pairs_hook: Any = None) -> json.JSONDecoder:
+    """A decoder that reads JSON as this module does: numbers exactly, no NaN or Infinity (json_spans reads JSON
+    inside strings with one, refusing a key written twice)."""
+    return json.JSONDecoder(parse_float=_exact_float, parse_constant=_reject_constant,
+                            object_pairs_hook=object_pairs_hook)
+
+
+_decoder = decoder()
 
 # Deeper JSON is not taken as a message: a tape stores messages as msgpack, whose packer stops at 511 levels, and
 # every reader walks messages recursively. Real MCP messages nest a few dozen levels at most.
@@ -49,6 +56,12 @@ def _deeper_than(value: JSON, limit: int) -> bool:
         if not level:
             return False
     return True
+
+
+def too_deep(text: str | bytes, value: JSON) -> bool:
+    """Whether `value`, read from `text`, nests deeper than MAX_DEPTH (counted only when the text could)."""
+    opens = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    return text.count(opens[0]) + text.count(opens[1]) > MAX_DEPTH and _deeper_than(value, MAX_DEPTH)
 
 
 def loads(text: str | bytes) -> JSON:
@@ -113,8 +126,7 @@ def parse(data: bytes | str) -> Body:
         return Body(problem=f"not JSON: {e}")
     except RecursionError:
         return Body(problem="not JSON: nested too deeply")
-    opens = (b"[", b"{") if isinstance(data, bytes) else ("[", "{")
-    if data.count(opens[0]) + data.count(opens[1]) > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+    if too_deep(data, value):
         return Body(problem=f"JSON nested deeper than {MAX_DEPTH} levels is not taken as a message")
     return Body(msg=value, problem=invalid_reason(value), is_json=True)
 

@@ -8,6 +8,7 @@ differs, at every level of nesting, and what is left parses to the original with
 
 import json
 import string
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -323,3 +324,20 @@ def test_spans_name_every_token_and_refuse_what_is_not_json():
     assert [text[a:b] for a, b in (k1, *items, k2, null)] == ['"a"', "1", "2.50", r'"x\u00e9"', '"a"', "null"]
     for bad in ["", "1", '"s"', "{", "[1,]", '{"a" 1}', "[1] x", "[NaN]", "[" * 600 + "]" * 600, '{"a":1,}']:
         assert json_spans.parse(bad) is None, bad
+
+
+def test_hostile_json_in_a_string_is_bounded_and_still_redacted():
+    r = Redactor()
+    # long: a hundred thousand tokens, the secret last (a safety rail on time, not a speed goal)
+    items = ",".join(f'{{"n":{i}.0}}' for i in range(100_000))
+    text = f'[{items}, {{"password": "hunter2"}}]'
+    started = time.monotonic()
+    out = r.text(text)
+    assert time.monotonic() - started < 30
+    assert out == text.replace('"hunter2"', f'"{r.pseudonym("hunter2")}"')
+    # deeper than a message may nest: read as text, its shapes still found
+    deep = "[" * 600 + f'"{SK}"' + "]" * 600
+    assert r.text(deep) == deep.replace(SK, r.pseudonym(SK))
+    # cut off, or not JSON at all after its bracket: text too
+    for broken in ['{"token": "' + SK + '"', "[" + SK + "]", '{"a": "\\ud800 ' + SK + '"}']:
+        assert SK not in r.text(broken)
