@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ..model import Call, Model, Observer, Seen
 from ..tape import records
+from ..wire import jsonrpc
 from .feature_requests import (ASKED, LEVELS, ServerState, answered_not, form, items_of, list_of, remember_prompts,
                                resources_listed, schema_problem, templates_listed, unvalidated, validator_for)
 from .finding import Finding, broke, broke_call
@@ -118,7 +119,10 @@ class Features(Observer):
                                         f"not base64")
                     break
         for item in content_items(method, response):
-            if item.get("type") in _ITEMS:
+            kind = item.get("type")
+            if type(kind) is not str:
+                found += _untyped(call, kind)
+            elif kind in _ITEMS:
                 found += self._item(call, item)
         return found or None
 
@@ -162,6 +166,8 @@ class Features(Observer):
                 kind = item.get("type")
                 if kind == "text":
                     text = True
+                elif type(kind) is not str:
+                    found += _untyped(call, kind)
                 elif kind in _ITEMS:
                     found += self._item(call, item)
         structured = result.get("structuredContent")
@@ -263,6 +269,12 @@ class Features(Observer):
 
 
 _ITEMS = frozenset({"image", "audio", "resource", "resource_link"})
+
+
+def _untyped(call: Call, kind: Any) -> list[Finding]:
+    # (before any lookup by type: a type that is an object or a list is not hashable)
+    return broke_call("content-item-type", call, "a content item without a type" if kind is None else
+                      f"a content item whose type is {jsonrpc.type_name(kind)}, not a string")
 _JUDGED = LISTS | {"initialize", "tools/call", "resources/read", "prompts/get", "sampling/createMessage",
                    "elicitation/create", "logging/setLevel", "completion/complete", "roots/list", "resources/subscribe",
                    "resources/unsubscribe"}

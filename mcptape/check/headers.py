@@ -33,7 +33,8 @@ class StandardHeaders(Observer):
     def call(self, call: Call, model: Model) -> None:
         if call.method == "tools/list" and call.session.transport == STATELESS and isinstance(call.response, dict):
             result = call.response.get("result")
-            for tool in result.get("tools", ()) if isinstance(result, dict) else ():
+            tools = result.get("tools") if isinstance(result, dict) else None
+            for tool in tools if isinstance(tools, list) else ():
                 if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                     if len(self.mirrored) >= _TOOLS_KEPT and tool["name"] not in self.mirrored:
                         break

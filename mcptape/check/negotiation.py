@@ -82,8 +82,9 @@ class Negotiation(Observer):
             return  # the recording stopped while the probe waited: whether it timed out is not in the tape
         clause = spec.FALLBACK_HTTP if call.exchange is not None else spec.FALLBACK_STDIO
         code = _error_code(call.response)
-        said = ("no answer" if call.response is None else
-                f"JSON-RPC error {code} ({str(call.response['error'].get('message', ''))[:60]!r})")
+        error = call.response.get("error") if call.response is not None else None
+        message = error.get("message", "") if isinstance(error, dict) else ""
+        said = "no answer" if call.response is None else f"JSON-RPC error {code} ({str(message)[:60]!r})"
         self._probe(about_call("no-fallback", "info", call, "", clause), code, said, True)
 
     def _probe(self, where: Finding, code: int | None, said: str, counts: bool) -> None:

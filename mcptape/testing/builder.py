@@ -369,7 +369,7 @@ class Conversation:
         params["_meta"] = {"io.modelcontextprotocol/protocolVersion": self.revision,
                            "io.modelcontextprotocol/clientCapabilities": {},
                            "io.modelcontextprotocol/clientInfo": {"name": "builder", "version": "1"},
-                           **params.get("_meta", {})}
+                           **(params["_meta"] if isinstance(params.get("_meta"), dict) else {})}
         return params
 
     def _result(self, method: str, value: Any) -> Any:

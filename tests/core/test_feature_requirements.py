@@ -239,6 +239,8 @@ CASES: dict[str, tuple[Callable, Callable]] = {
                                        value={"resourceTemplates": [{**TEMPLATE, "name": "files"}]})),
     "resource-link-fields": (_uses("tools/call", {"name": "a"}, {"content": [{"type": "resource_link", "uri": "a"}]}),
                              _uses("tools/call", {"name": "a"}, {"content": [LINK]})),
+    "content-item-type": (_uses("tools/call", {"name": "a"}, {"content": [{"type": {"text": "x"}}]}),
+                          _uses("tools/call", {"name": "a"}, {"content": [{"type": "text", "text": "x"}]})),
     "tool-is-error-boolean": (_uses("tools/call", {"name": "a"}, {"content": [], "isError": "true"}),
                               _uses("tools/call", {"name": "a"}, {"content": [], "isError": True})),
     "prompt-errors-invalid-params": (_prompt({"style": "terse"}), _prompt({"style": "terse"}, reply="-32602")),

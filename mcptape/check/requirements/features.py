@@ -226,6 +226,14 @@ REQUIREMENTS += [
         "string: the MAY is the tool's choice to link, the level rests on the schema (ResourceLink requires uri and "
         "name, from 2025-06-18 where it appears)", ("resource-link",)),
     Requirement(
+        "content-item-type", _CONTENT, RECEIVER, since("2024-11-05", MUST),
+        quote("2025-11-25", "Server › Tools › Tool Result", "Unstructured content is returned in the content field "
+              "of a result, and can contain multiple content items of different types:"),
+        "a content item (a tool result, a prompt message, a sampling answer) with no type, or a type that is not a "
+        "string: the level rests on the schema (every ContentBlock has a string type, text, image, audio, "
+        "resource_link or resource); a type this revision does not know is not judged here",
+        ("m:tools/call",)),
+    Requirement(
         "tool-is-error-boolean", _TOOLS, SERVER, since("2024-11-05", MUST),
         quote("2025-11-25", "Schema › CallToolResult › isError", "Whether the tool call ended in an error. If not "
               "set, this is assumed to be false (the call was successful)."),
