@@ -1,12 +1,16 @@
 """The report's Markdown and Mermaid carry tape text as the terminal does (terminal.safe): no control or reordering
-character from a tape comes out raw, whatever the page is written to, and the page keeps its shape."""
+character from a tape comes out raw, whatever the page is written to, and the page keeps its shape. The JSON report
+on stdout is escaped as `export` escapes JSON there."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+from click.testing import CliRunner
 
+from mcptape.cli import main
 from mcptape.report import build, render
 from mcptape.testing.builder import Conversation
 
@@ -40,3 +44,9 @@ def test_tape_text_keeps_the_markdown_shape(report):
     assert not [line for line in page.splitlines() if line.startswith("SPLIT")]
     rows = [line for line in page.splitlines() if line.startswith("| ")]
     assert rows and all(len(re.findall(r"(?<!\\)\|", row)) == row.count(" | ") + 2 for row in rows)
+
+
+def test_the_json_report_on_stdout_is_escaped_and_the_same_json(report):
+    tape = report["tapes"][0]["path"]
+    out = CliRunner().invoke(main, ["report", tape, "--format", "json"]).output
+    assert RAW.findall(out) == [] and json.loads(out) == json.loads(render(report, "json"))
