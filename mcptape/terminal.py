@@ -7,7 +7,8 @@ own on some terminals, and a bidi override (U+202E) reorders what the reader see
 (newline too: one record, one line), DEL, every C1 control and the bidi overrides and isolates are shown as escapes
 (`\\x1b`, `\\u202e`); mcptape's own colours (`paint`) are the only escape sequences it writes.
 
-`safe` is for text; `safe_json` keeps JSON valid (it writes `\\u001b` forms, and JSON already escapes C0 itself).
+`safe` is for text (`safe_lines` keeps its newlines); `safe_json` keeps JSON valid (it writes `\\u001b` forms, and
+JSON already escapes C0 itself).
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def safe(text: str) -> str:
     if text.isprintable():  # (every character the pattern names is a control or format character: not printable)
         return text
     return re.sub(_UNSAFE, _text_escape, text)
+
+
+def safe_lines(text: str) -> str:
+    """Text of several lines fit for a terminal: each line made safe, the newlines between them kept."""
+    return "\n".join(safe(line) for line in text.split("\n"))
 
 
 def safe_json(text: str) -> str:

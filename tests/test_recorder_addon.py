@@ -284,6 +284,19 @@ def test_in_process_the_recorder_takes_the_parsed_editor_and_redactor_as_objects
     assert dict(request["headers"])["x-team"].startswith("<redacted:")  # the given redactor's extra header
 
 
+def test_an_origin_let_in_goes_upstream_as_a_browser_writes_it_and_a_malformed_one_is_refused(tmp_path):
+    # an SDK server behind the recorder compares Origin as a string: `HTTP://LOCALHOST:3000` got its 403
+    with recorder(tmp_path / "run.mcptape", Clock(1000.0)) as addon:
+        for sent, forwarded in (("HTTP://LocalHost.:3000", "http://localhost:3000"),
+                                ("http://localhost:3000", "http://localhost:3000")):
+            flow = post(INIT, 1001.0, {"origin": sent})
+            addon.requestheaders(flow)
+            assert flow.response is None and flow.request.headers.get_all("origin") == [forwarded]
+        flow = post(INIT, 1002.0, {"origin": "http://evil.example\\@localhost:3000"})
+        addon.requestheaders(flow)
+        assert flow.response.status_code == 403
+
+
 def test_the_recording_proxy_hands_each_hook_to_the_addons_that_have_it_in_chain_order():
     """`mcptape record`'s addon manager (capture/mitm/proxy.py) offers a hook only to the addons that have it,
     looked up once: an addon added or removed later, and a sub-addon a parent (mitmproxy's script loader) takes on

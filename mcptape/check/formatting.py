@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from xml.etree import ElementTree
 
 from .. import __version__
-from ..terminal import safe
+from ..terminal import safe_lines
 from .requirements import DOCS, REGISTRY
 from .finding import SEVERITIES, Finding
 
@@ -78,7 +78,7 @@ def help_uri(rule: str) -> str:
 def _xml_safe(text: str) -> str:
     """Text from a tape as XML holds it and a terminal shows it: line by line through the one escaper (every
     control and reordering character as an escape; XML 1.0 cannot hold most C0 controls at all)."""
-    return "\n".join(safe(line) for line in text.split("\n"))
+    return safe_lines(text)
 
 
 def junit(rows: list, findings: list[Finding], failing: tuple[str, ...]) -> str:

@@ -87,7 +87,12 @@ def report(tapes, fmt, output, force):
         from ..output import Output
 
         Output(output, force)  # refused before the work, not after
-    write_output(chunks(build(tape_paths(tapes)), fmt), output, force)
+    pages = chunks(build(tape_paths(tapes)), fmt)
+    if output is None and fmt == "json":  # as `export` writes JSON to stdout (the pages escape tape text themselves)
+        from ..terminal import safe_json
+
+        pages = map(safe_json, pages)
+    write_output(pages, output, force)
 
 
 @main.command()

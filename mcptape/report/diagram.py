@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from html import escape
 
 from ..tape import records
+from ..terminal import safe
 from . import story
 from .calls import matters
 
@@ -209,9 +210,10 @@ _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 
 
 def _mermaid_text(text: str) -> str:
-    """Text from a tape is untrusted: anything that could end a Mermaid statement or open markup (#, ;, :, <, >,
+    """Text from a tape is untrusted: its controls and reordering characters are shown as escapes (terminal.py; an
+    entity would draw them raw), then anything that could end a Mermaid statement or open markup (#, ;, :, <, >,
     backticks, newlines…) is written as Mermaid's own entity code."""
-    return "".join(c if c in _SAFE else f"#{ord(c)};" for c in text)
+    return "".join(c if c in _SAFE else f"#{ord(c)};" for c in safe(text))
 
 
 def mermaid(report: dict, drawn: list[Step] | None = None) -> str:

@@ -1,6 +1,7 @@
 """The report as GitHub Markdown: it renders as it is, the diagram in a Mermaid block, each finding's messages in a
-collapsed `<details>`. Everything taken from a tape is untrusted text: escaped in prose and tables, fenced in code
-blocks with a fence longer than any backtick run it holds."""
+collapsed `<details>`. Everything taken from a tape is untrusted text: its controls and reordering characters shown
+as escapes (terminal.py, as everywhere else), then escaped in prose and tables, fenced in code blocks with a fence
+longer than any backtick run it holds."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from html import escape
 
 from .. import __version__
+from ..terminal import safe, safe_json, safe_lines
 from . import diagram, story
 from .tables import Table, clock, overview, tables
 
@@ -16,8 +18,8 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
 def text(value: object) -> str:
-    """Untrusted text for prose or a table cell: one line, Markdown and HTML characters escaped."""
-    return _SPECIAL.sub(r"\\\1", " ".join(str(value).split()).replace("&", "&amp;"))
+    """Untrusted text for prose or a table cell: one line, controls shown, Markdown and HTML characters escaped."""
+    return _SPECIAL.sub(r"\\\1", safe(" ".join(str(value).split())).replace("&", "&amp;"))
 
 
 def fenced(body: str, language: str = "") -> str:
@@ -74,9 +76,10 @@ def findings(report: dict) -> Iterator[str]:
         yield ""
         for e in story.evidence(group):
             # raw HTML: GitHub renders no Markdown inside <summary>, so it is escaped as HTML, not as Markdown
-            yield f"<details><summary>record {e['record']}: {escape(' '.join(e['what'].split()))}</summary>"
+            yield f"<details><summary>record {e['record']}: {escape(safe(' '.join(e['what'].split())))}</summary>"
             yield ""
-            yield fenced(e["body"], "json" if e["body"][:1] in "{[" else "")
+            # JSON keeps its \uXXXX form (still JSON); a body that is no JSON may hold C0 controls too
+            yield fenced(safe_lines(safe_json(e["body"])), "json" if e["body"][:1] in "{[" else "")
             yield ""
             yield "</details>"
             yield ""

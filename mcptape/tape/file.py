@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import string
 import time
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -329,25 +330,41 @@ def create_from_template(
 
     stamp = _time.localtime(when)
     fields = {"date": _time.strftime("%Y%m%d", stamp), "time": _time.strftime("%H%M%S", stamp), "pid": os.getpid()}
-    given = template
-    if directory and not os.path.isabs(template):
-        template = os.path.join(directory, template)
-    try:
-        first = template.format(n=1, **fields)
-    except (KeyError, IndexError, ValueError) as e:
-        raise TapeError(f"-o {template!r}: unknown field {e} (use {{date}}, {{time}}, {{pid}}, {{n}})") from None
+    parts = _template_parts(template)
+
+    def name(n: int) -> str:
+        values = {**fields, "n": n}
+        path = "".join(text + (str(values[field]) if field else "") for text, field in parts)
+        return os.path.join(directory, path) if directory and not os.path.isabs(path) else path
+
+    first = name(1)
     if directory and not _inside(first, directory):
         # $MCPTAPE_DIR is where a client's config says every tape goes: a name (or a field) must not lead out
-        raise TapeError(f"-o {given!r} leads out of MCPTAPE_DIR={directory}: name a file inside it")
-    if "{n}" not in template:
+        raise TapeError(f"-o {template!r} leads out of MCPTAPE_DIR={directory}: name a file inside it")
+    if "n" not in (field for _, field in parts):
         return Writer(first, header, mode)
     for n in range(1, 100_000):
         try:
-            return Writer(template.format(n=n, **fields), header, "new")
+            return Writer(name(n), header, "new")
         except TapeError as e:
             if "already exists" not in str(e) and "being written" not in str(e):
                 raise
     raise TapeError(f"-o {template!r}: no free file name left")
+
+
+def _template_parts(template: str) -> list[tuple[str, str | None]]:
+    """A name template as literal texts, each followed by a field or None. A field is a bare name and nothing more:
+    a template is often copied from someone else's config, and str.format would run {date.__class__} (attributes,
+    indexes, !r) or build {n:>100000000} (a width) before the name was ever looked at."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise TapeError(f"-o {template!r}: {e} (a brace in a name is written {{{{ or }}}})") from None
+    for _, field, spec, conversion in parsed:
+        if field is not None and (field not in ("date", "time", "pid", "n") or spec or conversion):
+            written = "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise TapeError(f"-o {template!r}: unknown field {written} (use {{date}}, {{time}}, {{pid}}, {{n}})")
+    return [(text, field) for text, field, _, _ in parsed]
 
 
 def _inside(path: str, directory: str) -> bool:

@@ -137,3 +137,19 @@ def test_templates_stay_inside_mcptape_dir(tmp_path):
             create_from_template(escape, header, str(inside))
     with create_from_template("sub-{n}.mcptape", header, str(inside)) as writer:
         assert os.path.dirname(writer.path) == str(inside)
+
+
+def test_a_template_field_is_a_bare_name(tmp_path):
+    # str.format would run an attribute or a conversion, or build a hundred-megabyte width, from a copied config
+    header = records.header(0.0, "test")
+    for template in ("{date.__class__}.mcptape", "{n[0]}.mcptape", "{n!r}.mcptape", "{n:03}.mcptape",
+                     "{n:>100000000}.mcptape", "{n:{date}}.mcptape", "{0}.mcptape", "{}.mcptape", "{nope}.mcptape"):
+        with pytest.raises(TapeError, match=r"unknown field \{.*\} \(use \{date\}, \{time\}, \{pid\}, \{n\}\)$"):
+            create_from_template(str(tmp_path / template), header)
+    with pytest.raises(TapeError, match="a brace in a name is written"):
+        create_from_template(str(tmp_path / "{n.mcptape"), header)
+    assert os.listdir(tmp_path) == []
+    braced = tmp_path / "{dir}"  # only the template is a template, not MCPTAPE_DIR
+    braced.mkdir()
+    with create_from_template("{{n}}-{n}.mcptape", header, str(braced)) as writer:
+        assert writer.path == str(braced / "{n}-1.mcptape")

@@ -26,7 +26,7 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
 from ... import TOOL, edits
-from ...guard import Guard, HostList
+from ...guard import Guard, HostList, parse_origin
 from ...redact.redactor import Redactor
 from ...tape import records
 from ...tape.file import TapeError, Writer
@@ -201,6 +201,12 @@ class Recorder:
                 logger.warning(f"{refusal.reason}; refused (421/403), not forwarded nor recorded")
             self.refused += 1
             return True
+        origin = flow.request.headers.get("origin")
+        written, name = parse_origin(origin) if origin else ("", None)
+        if name is not None and written != origin:
+            # the Origin we let in, as a browser writes it: an SDK server behind us compares it as a string, and
+            # would refuse `HTTP://LOCALHOST:3000` that we judged loopback
+            flow.request.headers["origin"] = written
         if self._host_header:  # as mitmproxy would have
             scheme = "https" if mode.scheme in ("https", "http3", "tls", "quic") else "http"
             flow.request.host_header = url.hostport(scheme, *mode.address)
