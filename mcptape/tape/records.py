@@ -291,9 +291,21 @@ def wire_event(record: Record) -> Any:
     """An sse.event record back as a wire.sse.Event, to send it again (replayed, or edited on its way)."""
     from ..wire import sse
 
-    data = jsonrpc.dumps(record["msg"]) if "msg" in record else record.get("data")
+    data = message_text(record["msg"]) if "msg" in record else record.get("data")
     return sse.Event(id=record.get("id"), event=record.get("event"), data=data, retry=record.get("retry"),
                      comments=list(record.get("comments", [])))
+
+
+def message_text(msg: Any) -> str:
+    """A recorded message as JSON text, to send it again. A stranger's tape may hold what JSON cannot write (a NaN,
+    bytes): a JSON-RPC error with the message's id goes in its place, saying so, and the client gets an answer."""
+    try:
+        return jsonrpc.dumps(msg)
+    except (TypeError, ValueError):
+        id_ = msg.get("id") if isinstance(msg, dict) else None
+        return jsonrpc.dumps({"jsonrpc": "2.0", "id": id_ if isinstance(id_, (str, int)) else None, "error": {
+            "code": -32603, "message": "mcptape: the recorded answer cannot be written as JSON (it holds a NaN, an "
+                                       "infinity or bytes)"}})
 
 
 def sse_raw(t: float, exchange: int, raw: bytes, problem: str) -> SseEvent:

@@ -3,6 +3,8 @@ line naming the record (exit 2), never an internal error. Found by fuzzing (issu
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from decimal import Decimal
 
 import pytest
@@ -53,3 +55,59 @@ def test_every_command_gives_a_result_or_names_the_record(tmp_path, name):
         if result.exit_code == 2:
             assert result.stderr.startswith(f"mcptape: {tape}#1: the record does not fit the tape format: {named}")
             assert result.stderr.count("\n") == 1, (command, result.stderr)
+
+
+# -- replay: an answer JSON cannot write goes out as a JSON-RPC error, not as a crash or a 500 ----------------------
+
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}}
+INIT_RESULT = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                                     "serverInfo": {"name": "s", "version": "0"}}}
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+UNWRITABLE = {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "x": float("nan")}}
+SERVED = {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "mcptape: the recorded answer cannot be "
+                                                                           "written as JSON (it holds a NaN, an "
+                                                                           "infinity or bytes)"}}
+
+
+def test_replay_over_stdio_answers_what_json_cannot_write_with_an_error(tmp_path):
+    from io import BytesIO
+
+    from mcptape.replay.recorded import load
+    from mcptape.replay.serve import Replayer
+    from mcptape.replay.stdio import serve
+
+    tape = write_tape(tmp_path / "t.mcptape", [
+        {"kind": "stdio.line", "t": t, "dir": d, "msg": m} for t, d, m in
+        ((1.0, "c2s", INIT), (1.1, "s2c", INIT_RESULT), (2.0, "c2s", CALL), (2.1, "s2c", UNWRITABLE))])
+    out = BytesIO()
+    serve(Replayer(load(tape)), BytesIO(f"{json.dumps(INIT)}\n{json.dumps({**CALL, 'id': 7})}\n".encode()), out)
+    assert json.loads(out.getvalue().splitlines()[-1]) == SERVED
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_replay_over_http_answers_what_json_cannot_write_with_an_error(tmp_path, stream):
+    from mcptape.replay import replaying
+
+    json_headers = [("content-type", "application/json")]
+    tape = write_tape(tmp_path / "t.mcptape", [
+        records.http_request(1.0, 0, 0, "POST", "/mcp", [], json_headers, None, None, True, {"msg": INIT}),
+        records.http_response(1.1, 0, 200, "OK", [*json_headers, ("mcp-session-id", "s1")], "s1",
+                              {"msg": INIT_RESULT}),
+        records.http_request(2.0, 1, 0, "POST", "/mcp", [], json_headers, "s1", "2025-11-25", True, {"msg": CALL}),
+        *([records.http_response(2.1, 1, 200, "OK", [("content-type", "text/event-stream")], "s1", {}),
+           {"kind": "sse.event", "t": 2.1, "exchange": 1, "dir": "s2c", "msg": UNWRITABLE}] if stream else
+          [records.http_response(2.1, 1, 200, "OK", json_headers, "s1", {"msg": UNWRITABLE})])])
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def post(url: str, message: dict, session: str | None = None):
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   **({"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"} if session else {})}
+        return opener.open(urllib.request.Request(url, json.dumps(message).encode(), headers), timeout=10)
+
+    with replaying(tape) as url:
+        session = post(url, INIT).headers["mcp-session-id"]
+        answer = post(url, {**CALL, "id": 7}, session)
+        body = answer.read().decode()
+    assert answer.status == 200
+    assert json.loads(body.removeprefix("data: ") if stream else body) == SERVED
