@@ -115,8 +115,8 @@ def problem(record: Any) -> str | None:
         return f"{kind} field dir must be c2s or s2c, not {_short(record['dir'])}"
     for name in _PAIRS:
         pairs = record.get(name) or []
-        if not isinstance(pairs, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p)
-                   for p in pairs):
+        if not isinstance(pairs, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
             return f"{kind} field {name} must be a list of [name, value] pairs of strings"
     return None
 

@@ -111,3 +111,25 @@ def test_replay_over_http_answers_what_json_cannot_write_with_an_error(tmp_path,
         body = answer.read().decode()
     assert answer.status == 200
     assert json.loads(body.removeprefix("data: ") if stream else body) == SERVED
+
+
+# -- import: what no recorder writes is refused in one line, not written into a tape that breaks later --------------
+
+def _har(url: str) -> dict:
+    request = {"method": "POST", "url": url, "headers": [{"name": "content-type", "value": "application/json"}],
+               "postData": {"mimeType": "application/json", "text": json.dumps(PING)}}
+    return {"log": {"entries": [{"startedDateTime": "2024-01-01T00:00:00Z", "time": 1, "request": request,
+                                 "response": {"status": 200, "headers": [], "content": {"text": "{}"}}}]}}
+
+
+@pytest.mark.parametrize("document, named", [
+    ('{"mcptape": 1, "header": {"kind": "header", "format": 1}, "records": [{"kind": "stdio.line", '
+     '"t": 1e999999999999, "dir": "c2s", "msg": {}}]}', "record 0: stdio.line field t must be a time"),
+    (json.dumps(_har("http://[::1/x")), "entry 0: url 'http://[::1/x' is not a URL (Invalid IPv6 URL)"),
+], ids=["t-1e999999999999", "har-url"])
+def test_import_refuses_in_one_line(tmp_path, document, named):
+    source = tmp_path / "in.json"
+    source.write_text(document)
+    result = CliRunner().invoke(main, ["import", str(source), "-o", str(tmp_path / "out.mcptape")])
+    assert result.exit_code == 2 and result.stderr.startswith(f"mcptape: {source}: {named}"), result.output
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "out.mcptape").exists()
