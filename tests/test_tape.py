@@ -133,7 +133,7 @@ def test_show_json_and_import_round_trip_on_the_command_line(tmp_path):
 @pytest.mark.parametrize("change, message", [
     ({"status": "200"}, "record 1: http.response field status must be an integer, not a string (\"200\")"),
     ({"session": 123}, "record 1: http.response field session must be a string or null, not a number (123)"),
-    ({"kind": "http.reply"}, "record 1: unknown kind 'http.reply' (kinds: header, capture.start"),
+    ({"kind": "http.reply"}, 'record 1: unknown kind "http.reply" (kinds: header, capture.start'),
     ({"exchange": None}, "record 1: http.response field exchange must be an integer, not null"),
     ({"headers": [["a"]]}, "record 1: http.response field headers must be a list of [name, value] pairs"),
     ({"dir": "up"}, "record 1: http.response field dir must be c2s or s2c"),

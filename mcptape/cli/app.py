@@ -90,7 +90,8 @@ class _Group(click.Group):
 
             if isinstance(e, (TapeError, OutputError)):
                 raise Failure(str(e)) from None
-            if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)):
+            # (OSError: gmtime's own overflow, EOVERFLOW, on a time of 2**62)
+            if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, OSError)):
                 from ..tape.records import first_problem
 
                 if found := first_problem(list(OPENED)):  # a stranger's tape broke what its format promises

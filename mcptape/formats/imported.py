@@ -222,7 +222,11 @@ def _entry(capture: HttpCapture, clock: _Clock, key: int, entry: dict, started: 
     """One entry's steps: the request, the response head, each SSE event at its own time where the HAR kept it,
     then the body and end."""
     q = entry["request"]
-    split = urlsplit(str(q.get("url", "")))
+    url = str(q.get("url", ""))
+    try:
+        split = urlsplit(url)
+    except ValueError as e:  # an IPv6 host without its closing bracket, say
+        raise HarError(f"entry {key}: url {url[:60]!r} is not a URL ({e})") from None
     target = (split.path or "/") + (f"?{split.query}" if split.query else "")
     body = _text(q.get("postData")) if isinstance(q.get("postData"), dict) else b""
     ended = started + _duration(entry)

@@ -102,7 +102,7 @@ class Exchange:
         """A JSON body (typed as JSON unless the headers say otherwise), or the raw bytes one was recorded as, or
         nothing."""
         if msg is not None:
-            body = json_bytes(msg)
+            body = records.message_text(msg).encode()
             if not any(k.lower() == "content-type" for k, _ in headers):
                 headers = [*headers, ("content-type", http.JSON)]
         else:

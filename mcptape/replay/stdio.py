@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from .. import edits
-from ..tape import json_form, records
+from ..tape import records
 from ..tape.file import Writer
 from ..wire import jsonrpc
 from .serve import DERIVED_HANDSHAKE, Replayer
@@ -81,7 +81,7 @@ def serve(replayer: Replayer, stdin: BinaryIO, stdout: BinaryIO, log: Writer | N
                     time.sleep(pace(max(0.0, line["t"] - previous)))
                     previous = line["t"]
                 out = line.get("msg")
-                write(json_form.dumps(out).encode() if "msg" in line else line["data"].encode(), injected)
+                write(records.message_text(out).encode() if "msg" in line else line["data"].encode(), injected)
                 if jsonrpc.kind(out) == "request":  # server-initiated: wait for the client's answer, as recorded
                     while (answer := read()) is None or answer.get("id") != out.get("id") or "method" in answer:
                         pass

@@ -9,6 +9,7 @@ position in the tape (0 = first record after the header); it is derived on readi
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
@@ -95,8 +96,8 @@ def problem(record: Any) -> str | None:
     from .shapes import fields
 
     kind, shapes = record.get("kind"), fields()
-    if kind not in shapes:
-        return f"unknown kind {kind!r} (kinds: {', '.join(shapes)})"
+    if not isinstance(kind, str) or kind not in shapes:  # (a kind that is a map cannot be looked up)
+        return f"unknown kind {_short(kind)} (kinds: {', '.join(shapes)})"
     required, admitted = shapes[kind]
     for name in sorted(required):
         if name not in record:
@@ -108,17 +109,25 @@ def problem(record: Any) -> str | None:
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
             names = " or ".join(_TYPE_NAMES.get(w, w.__name__) for w in wanted if w is not Decimal)
             return f"{kind} field {name} must be {names}, not {jsonrpc.type_name(value)} ({_short(value)})"
-    t = record.get("t")
-    if isinstance(t, float) and not 0 <= t <= LAST_TIME:  # NaN fails both comparisons
-        return f"{kind} field t must be a time (seconds since 1970, before the year 3000), not {_short(t)}"
+    if "t" in record and not _a_time(record["t"]):
+        return f"{kind} field t must be a time (seconds since 1970, before the year 3000), not {_short(record['t'])}"
     if "dir" in record and record["dir"] not in DIRECTIONS:
         return f"{kind} field dir must be c2s or s2c, not {_short(record['dir'])}"
     for name in _PAIRS:
         pairs = record.get(name) or []
-        if not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p)
-                   for p in pairs):
+        if not isinstance(pairs, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
             return f"{kind} field {name} must be a list of [name, value] pairs of strings"
     return None
+
+
+def _a_time(t: Any) -> bool:
+    """Whether a time (an int, float or Decimal, as the type check let through) is one a recorder could write: a
+    float NaN fails both comparisons; a Decimal NaN, a 4,000-digit integer or 1e999999999 have no float to compare."""
+    try:
+        return 0 <= float(t) <= LAST_TIME
+    except (OverflowError, ValueError):  # (ValueError: a signalling NaN)
+        return False
 
 
 def next_exchange(existing: list[Record]) -> int:
@@ -149,19 +158,34 @@ def first_problem(paths: list[str]) -> str | None:
 
 
 def _foreign(record: Record) -> str | None:
-    """What in a record no JSON holds and no mcptape writes, anywhere in it: a map key that is an array (the reader
-    hands it out as a tuple: codec.py) or a msgpack timestamp. Walks the whole record: for first_problem only."""
-    stack: list[Any] = [record]
+    """What in a record's fields no JSON holds and no mcptape writes: a map key that is an array (the reader hands it
+    out as a tuple: codec.py), a msgpack timestamp, a number JSON cannot write (NaN, infinity), bytes anywhere but
+    a field itself (raw, whose type `problem` checks). Walks the whole record: for first_problem only."""
+    for name, field in record.items():
+        if type(name) is tuple:
+            return f"a field name that is an array ({_short(list(name))})"
+        if type(field) is not bytes and (wrong := _foreign_value(field)) is not None:
+            return f"{record.get('kind')} field {name} holds {wrong}"
+    return None
+
+
+def _foreign_value(value: Any) -> str | None:
+    stack: list[Any] = [value]
     while stack:
         value = stack.pop()
         if type(value) is dict:
             for key, item in value.items():
                 if type(key) is tuple:
-                    return f"a map key is an array ({_short(list(key))})"
+                    return f"a map key that is an array ({_short(list(key))})"
                 stack.append(item)
         elif type(value) is list:
             stack.extend(value)
-        elif not isinstance(value, (str, int, float, bytes, Decimal, type(None))):
+        elif type(value) is bytes:
+            return "bytes (JSON has none: only a raw field holds bytes)"
+        elif (isinstance(value, float) and not math.isfinite(value)) or (isinstance(value, Decimal) and
+                                                                          not value.is_finite()):
+            return f"a number JSON cannot write ({value})"
+        elif not isinstance(value, (str, int, float, Decimal, type(None))):
             return f"a value of type {type(value).__name__} ({_short(value)})"
     return None
 
@@ -267,9 +291,21 @@ def wire_event(record: Record) -> Any:
     """An sse.event record back as a wire.sse.Event, to send it again (replayed, or edited on its way)."""
     from ..wire import sse
 
-    data = jsonrpc.dumps(record["msg"]) if "msg" in record else record.get("data")
+    data = message_text(record["msg"]) if "msg" in record else record.get("data")
     return sse.Event(id=record.get("id"), event=record.get("event"), data=data, retry=record.get("retry"),
                      comments=list(record.get("comments", [])))
+
+
+def message_text(msg: Any) -> str:
+    """A recorded message as JSON text, to send it again. A stranger's tape may hold what JSON cannot write (a NaN,
+    bytes): a JSON-RPC error with the message's id goes in its place, saying so, and the client gets an answer."""
+    try:
+        return jsonrpc.dumps(msg)
+    except (TypeError, ValueError):
+        id_ = msg.get("id") if isinstance(msg, dict) else None
+        return jsonrpc.dumps({"jsonrpc": "2.0", "id": id_ if isinstance(id_, (str, int)) else None, "error": {
+            "code": -32603, "message": "mcptape: the recorded answer cannot be written as JSON (it holds a NaN, an "
+                                       "infinity or bytes)"}})
 
 
 def sse_raw(t: float, exchange: int, raw: bytes, problem: str) -> SseEvent:

@@ -159,9 +159,10 @@ def test_a_short_record_past_a_low_item_limit_is_counted(tmp_path, monkeypatch):
 
 def test_a_record_holding_what_no_json_holds_is_named_when_a_command_trips_on_it(tmp_path):
     line = msgpack.packb({"kind": "stdio.line", "t": 1.0, "dir": "c2s"})
-    for value, named in ((b"\x81\x91\x01\x01", "a map key is an array ([1])"),  # {[1]: 1}
+    for value, named in ((b"\x81\x91\x01\x01", "a map key that is an array ([1])"),  # {[1]: 1}
                          (msgpack.packb(msgpack.Timestamp(5, 7)), "a value of type Timestamp")):
         path = tmp_path / "t.mcptape"
         read(path, bytes([line[0] + 1]) + line[1:] + b"\xa3msg" + value)
         found = records.first_problem([str(path)])
-        assert found is not None and found.startswith(f"{path}#0: the record does not fit the tape format: {named}")
+        assert found is not None and found.startswith(f"{path}#0: the record does not fit the tape format: "
+                                                          f"stdio.line field msg holds {named}")
