@@ -109,6 +109,17 @@ def test_any_bytes_after_the_signature_read_or_fail_cleanly(tmp_path_factory, ta
         assert "\n" not in str(e)
 
 
+@pytest.mark.parametrize("value", [float("nan"), b"\xff"], ids=["nan", "bytes"])
+def test_verify_names_a_recorded_answer_json_cannot_write(tmp_path, value):
+    from .core.test_hostile_records import stdio_tape
+
+    hostile = stdio_tape(tmp_path / "hostile.mcptape", {"jsonrpc": "2.0", "id": 1, "result": {"x": value}})
+    live = stdio_tape(tmp_path / "live.mcptape", {"jsonrpc": "2.0", "id": 1, "result": {"x": 1}})
+    for fmt in ("text", "json"):
+        one_line_error(mcptape("verify", hostile, "--format", fmt, "--", MCPTAPE, "replay", "--stdio", live),
+                       f"{hostile}#3: the record does not fit the tape format: stdio.line field msg holds")
+
+
 # -- the writer and the parsers on any value -----------------------------------------------------------------------
 
 json_leaves = st.one_of(

@@ -70,6 +70,12 @@ SERVED = {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "mcpta
                                                                            "infinity or bytes)"}}
 
 
+def stdio_tape(path, answer: dict) -> str:
+    """initialize, then a tools/call answered with `answer`, over stdio (tests/test_hostile_input.py's verify too)."""
+    return write_tape(path, [{"kind": "stdio.line", "t": t, "dir": d, "msg": m} for t, d, m in (
+        (1.0, "c2s", INIT), (1.1, "s2c", INIT_RESULT), (2.0, "c2s", CALL), (2.1, "s2c", answer))])
+
+
 def test_replay_over_stdio_answers_what_json_cannot_write_with_an_error(tmp_path):
     from io import BytesIO
 
@@ -77,9 +83,7 @@ def test_replay_over_stdio_answers_what_json_cannot_write_with_an_error(tmp_path
     from mcptape.replay.serve import Replayer
     from mcptape.replay.stdio import serve
 
-    tape = write_tape(tmp_path / "t.mcptape", [
-        {"kind": "stdio.line", "t": t, "dir": d, "msg": m} for t, d, m in
-        ((1.0, "c2s", INIT), (1.1, "s2c", INIT_RESULT), (2.0, "c2s", CALL), (2.1, "s2c", UNWRITABLE))])
+    tape = stdio_tape(tmp_path / "t.mcptape", UNWRITABLE)
     out = BytesIO()
     serve(Replayer(load(tape)), BytesIO(f"{json.dumps(INIT)}\n{json.dumps({**CALL, 'id': 7})}\n".encode()), out)
     assert json.loads(out.getvalue().splitlines()[-1]) == SERVED
