@@ -91,7 +91,8 @@ class _Group(click.Group):
             if isinstance(e, (TapeError, OutputError)):
                 raise Failure(str(e)) from None
             # (OSError: gmtime's own overflow, EOVERFLOW, on a time of 2**62)
-            if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, OSError)):
+            # (ArithmeticError: a Decimal NaN compared raises decimal.InvalidOperation, as well as OverflowError)
+            if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError, OSError)):
                 from ..tape.records import first_problem
 
                 if found := first_problem(list(OPENED)):  # a stranger's tape broke what its format promises

@@ -218,7 +218,8 @@ def excerpt(seq: int, record: dict) -> dict:
     elif isinstance(record.get("raw"), bytes):
         text = record["raw"][:EXCERPT_CHARS].decode("utf-8", "replace")
     else:
-        text = record.get("data") or record.get("text") or ""
+        # (data or text of a kind that has neither, from a stranger's tape, may be anything: text only)
+        text = next((v for v in (record.get("data"), record.get("text")) if isinstance(v, str) and v), "")
     cut = len(text) > EXCERPT_CHARS
     return {"record": seq, "kind": records.kind_of(record), "dir": record.get("dir"), "t": record.get("t"),
             "what": describe(record)[0], "status": record.get("status"), "method": record.get("method"),

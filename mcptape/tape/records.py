@@ -9,6 +9,8 @@ position in the tape (0 = first record after the header); it is derived on readi
 
 from __future__ import annotations
 
+import functools
+
 import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -102,8 +104,11 @@ def problem(record: Any) -> str | None:
     for name in sorted(required):
         if name not in record:
             return f"{kind} has no {name}"
+    elsewhere = _fields_of_any_kind()
     for name, value in record.items():
-        wanted = admitted.get(name)
+        # a field this kind does not have, but another does, still holds what that field holds: readers take a
+        # field by its name (a session, a status, a text) without asking the kind first
+        wanted = admitted.get(name) if name in admitted else elsewhere.get(name)
         if not wanted:  # a field of another version, or one that may hold anything
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
@@ -119,6 +124,20 @@ def problem(record: Any) -> str | None:
                 isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
             return f"{kind} field {name} must be a list of [name, value] pairs of strings"
     return None
+
+
+@functools.cache
+def _fields_of_any_kind() -> dict[str, tuple]:
+    """field -> the classes any kind admits for it (a field admitted as anything by one kind left out, and the
+    [name, value] pairs, which `problem` checks on every kind)."""
+    from .shapes import fields
+
+    union: dict[str, set] = {}
+    anything: set[str] = set()
+    for _, admitted in fields().values():
+        for name, wanted in admitted.items():
+            (union.setdefault(name, set()).update(wanted) if wanted else anything.add(name))
+    return {name: tuple(wanted) for name, wanted in union.items() if name not in anything and name not in _PAIRS}
 
 
 def _a_time(t: Any) -> bool:
@@ -164,7 +183,12 @@ def _foreign(record: Record) -> str | None:
     for name, field in record.items():
         if type(name) is tuple:
             return f"a field name that is an array ({_short(list(name))})"
-        if type(field) is not bytes and (wrong := _foreign_value(field)) is not None:
+        if name == "raw" or type(field) is bytes:  # raw holds bytes, and nothing else does: whatever the kind
+            if name != "raw":
+                return f"{record.get('kind')} field {name} holds bytes (JSON has none: only a raw field holds bytes)"
+            if type(field) is not bytes:
+                return f"{record.get('kind')} field raw must be bytes, not {jsonrpc.type_name(field)}"
+        elif (wrong := _foreign_value(field)) is not None:
             return f"{record.get('kind')} field {name} holds {wrong}"
     return None
 

@@ -36,10 +36,19 @@ HOSTILE = {  # name: (the record, what the line names)
     "msg-nan": (answer(float("nan")), "stdio.line field msg holds a number JSON cannot write (nan)"),
     "msg-decimal-nan": (answer(Decimal("NaN")), "stdio.line field msg holds a number JSON cannot write (NaN)"),
     "msg-bytes": (answer(b"\xff"), "stdio.line field msg holds bytes"),
+    # found by tests/fuzz_commands.py: a field of another kind, or bytes where no kind has them
+    "session-of-another-kind": (line(session=-2**63), "stdio.line field session must be null or a string"),
+    "status-decimal-nan": ({"kind": "http.response", "t": 1.0, "exchange": 0, "dir": "s2c", "status": Decimal("NaN"),
+                            "reason": "", "headers": [], "session": None}, "http.response field status must be"),
+    "text-of-another-kind": (line(text=5), "stdio.line field text must be"),
+    "bytes-in-a-flag": (line(partial=b"\x00\xff"), "stdio.line field partial must be"),
+    "raw-that-is-a-map": ({"kind": "stdio.eof", "t": 1.0, "dir": "c2s", "raw": {}}, "stdio.eof field raw must be"),
+    "mcp-bytes": ({"kind": "stdio.eof", "t": 1.0, "dir": "c2s", "mcp": b"\x00"}, "stdio.eof field mcp must be"),
 }
 COMMANDS = [["show"], ["show", "--record", "1"], ["show", "--format", "json"], ["show", "--format", "jsonl"],
             ["check"], ["check", "--format", "json"], ["report", "--format", "json"], ["report", "--format", "html"],
-            ["export", "--format", "json"], ["diff", "TAPE"]]
+            ["report", "--format", "md"], ["export", "--format", "json"], ["diff", "TAPE"],
+            ["edits", "--edit", "drop at=tools/call"]]
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -137,3 +146,22 @@ def test_import_refuses_in_one_line(tmp_path, document, named):
     result = CliRunner().invoke(main, ["import", str(source), "-o", str(tmp_path / "out.mcptape")])
     assert result.exit_code == 2 and result.stderr.startswith(f"mcptape: {source}: {named}"), result.output
     assert result.stderr.count("\n") == 1 and not (tmp_path / "out.mcptape").exists()
+
+
+def test_found_by_fuzzing_a_status_that_is_a_decimal_nan_and_a_number_for_a_session(tmp_path):
+    """tests/fuzz_commands.py found these: check compared an answered request's status (decimal.InvalidOperation
+    was no error that names the record), and `edits` cut the session of a stdio line (a field stdio lines do not
+    have, so the kind's own shape did not check it)."""
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    http = write_tape(tmp_path / "http.mcptape", [
+        records.http_request(1.0, 0, 0, "POST", "/mcp", [], [], None, None, True, records.body(ping)),
+        {"kind": "http.response", "t": 1.0, "exchange": 0, "dir": "s2c", "status": Decimal("NaN"), "reason": "",
+         "headers": [], "session": None}])
+    stdio = write_tape(tmp_path / "stdio.mcptape", [line(msg=CALL, session=7)])
+    for tape, command, named in ((http, ["check"], "#1: the record does not fit the tape format: http.response "
+                                                   "field status must be an integer"),
+                                 (stdio, ["edits", "--edit", "drop at=tools/call"], "#0: the record does not fit "
+                                  "the tape format: stdio.line field session must be null or a string")):
+        OPENED.clear()
+        result = CliRunner().invoke(main, [command[0], tape, *command[1:]])
+        assert result.exit_code == 2 and result.stderr.startswith(f"mcptape: {tape}{named}"), result.output
