@@ -90,8 +90,8 @@ class _Group(click.Group):
 
             if isinstance(e, (TapeError, OutputError)):
                 raise Failure(str(e)) from None
-            # (OSError: gmtime's own overflow, EOVERFLOW, on a time of 2**62)
-            # (ArithmeticError: a Decimal NaN compared raises decimal.InvalidOperation, as well as OverflowError)
+            # (OSError: gmtime's overflow on a time of 2**62; ArithmeticError: OverflowError, and a Decimal NaN
+            # compared, decimal.InvalidOperation)
             if isinstance(e, (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError, OSError)):
                 from ..tape.records import first_problem
 

@@ -10,7 +10,6 @@ position in the tape (0 = first record after the header); it is derived on readi
 from __future__ import annotations
 
 import functools
-
 import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -179,7 +178,7 @@ def first_problem(paths: list[str]) -> str | None:
 def _foreign(record: Record) -> str | None:
     """What in a record's fields no JSON holds and no mcptape writes: a map key that is an array (the reader hands it
     out as a tuple: codec.py), a msgpack timestamp, a number JSON cannot write (NaN, infinity), bytes anywhere but
-    a field itself (raw, whose type `problem` checks). Walks the whole record: for first_problem only."""
+    in raw, and a raw that is not bytes. Walks the whole record: for first_problem only."""
     for name, field in record.items():
         if type(name) is tuple:
             return f"a field name that is an array ({_short(list(name))})"
