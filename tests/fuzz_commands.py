@@ -44,7 +44,9 @@ FIELDS = ["kind", "t", "exchange", "conn", "dir", "method", "path", "query", "he
 COMMANDS = [["check"], ["check", "--requirements"], ["check", "--format", "json"], ["show"],
             ["show", "--format", "json"], ["show", "--format", "jsonl"], ["report", "--format", "md"],
             ["report", "--format", "html"], ["report", "--format", "json"], ["report", "--format", "mermaid"],
-            ["export", "--format", "har"], ["diff", "{tape}"], ["edits", "--edit", "drop at=tools/call"]]
+            ["export", "--format", "har"], ["diff", "{tape}"], ["edits", "--edit", "drop at=tools/call"],
+            ["redact", "-o", "{out}.mcptape", "--force"], ["bundle", "-o", "{out}.zip", "--force", "--redact"],
+            ["bundle", "-o", "{out}.zip", "--force", "--allow-secrets"]]
 
 
 def seeds() -> list[list[dict]]:
@@ -123,7 +125,7 @@ def _pack_default(obj):
 
 
 def run(tape: Path, args: list[str]) -> tuple[int, str]:
-    argv = [a.replace("{tape}", str(tape)) for a in args]
+    argv = [a.replace("{tape}", str(tape)).replace("{out}", str(tape.parent / "out")) for a in args]
     result = CliRunner().invoke(main, [argv[0], str(tape), *argv[1:]])
     return result.exit_code, result.output + (repr(result.exception) if result.exception is not None and not
                                               isinstance(result.exception, SystemExit) else "")
