@@ -131,11 +131,11 @@ def _fields_of_any_kind() -> dict[str, tuple]:
     [name, value] pairs, which `problem` checks on every kind)."""
     from .shapes import fields
 
-    union: dict[str, set] = {}
-    anything: set[str] = set()
+    union: dict[str, dict] = {}  # (a dict, not a set: the classes in the order the kinds name them, so the line
+    anything: set[str] = set()   # that names them reads the same in every run)
     for _, admitted in fields().values():
         for name, wanted in admitted.items():
-            (union.setdefault(name, set()).update(wanted) if wanted else anything.add(name))
+            (union.setdefault(name, {}).update(dict.fromkeys(wanted)) if wanted else anything.add(name))
     return {name: tuple(wanted) for name, wanted in union.items() if name not in anything and name not in _PAIRS}
 
 

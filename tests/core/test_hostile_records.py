@@ -37,7 +37,7 @@ HOSTILE = {  # name: (the record, what the line names)
     "msg-decimal-nan": (answer(Decimal("NaN")), "stdio.line field msg holds a number JSON cannot write (NaN)"),
     "msg-bytes": (answer(b"\xff"), "stdio.line field msg holds bytes"),
     # found by tests/fuzz_commands.py: a field of another kind, or bytes where no kind has them
-    "session-of-another-kind": (line(session=-2**63), "stdio.line field session must be null or a string"),
+    "session-of-another-kind": (line(session=-2**63), "stdio.line field session must be a string or null"),
     "status-decimal-nan": ({"kind": "http.response", "t": 1.0, "exchange": 0, "dir": "s2c", "status": Decimal("NaN"),
                             "reason": "", "headers": [], "session": None}, "http.response field status must be"),
     "text-of-another-kind": (line(text=5), "stdio.line field text must be"),
@@ -161,7 +161,7 @@ def test_found_by_fuzzing_a_status_that_is_a_decimal_nan_and_a_number_for_a_sess
     for tape, command, named in ((http, ["check"], "#1: the record does not fit the tape format: http.response "
                                                    "field status must be an integer"),
                                  (stdio, ["edits", "--edit", "drop at=tools/call"], "#0: the record does not fit "
-                                  "the tape format: stdio.line field session must be null or a string")):
+                                  "the tape format: stdio.line field session must be a string or null")):
         OPENED.clear()
         result = CliRunner().invoke(main, [command[0], tape, *command[1:]])
         assert result.exit_code == 2 and result.stderr.startswith(f"mcptape: {tape}{named}"), result.output
