@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcptape.redact.redactor import Redactor
-from mcptape.redact.scrub import FIELDS, JSON_VALUE, PAIRS, RAW, SOURCE, TEXT, TEXTS
+from mcptape.redact.scrub import FIELDS, JSON_VALUE, PAIRS, RAW, SOURCE, TEXTS
 from mcptape.redact.shapes import spans
 from mcptape.wire import json_spans, jsonrpc
 
@@ -118,7 +118,7 @@ def write(node, style: Style, path: list, levels: list) -> tuple[str, tuple[int,
         parts.append("]")
         return "".join(parts), at
     if isinstance(node, Nested):
-        text, inner = write(node.value, node.style, path[1:], levels) if path else write(node.value, node.style, [], [])
+        text, inner = write(node.value, node.style, path[1:], levels if path else [])
         if path:
             levels.insert(0, (text, inner))
         return style.string(text), None  # the whole string token is on the path
@@ -149,7 +149,7 @@ def styles(node, draw):
 def materialize(node, path: list, levels: list):
     """`node` as Python values (what a message read from the wire holds): each Nested its JSON text."""
     if isinstance(node, Nested):
-        text, at = write(node.value, node.style, path[1:], levels) if path else write(node.value, node.style, [], [])
+        text, at = write(node.value, node.style, path[1:], levels if path else [])
         if path:
             levels.insert(0, (text, at))
         return text
@@ -252,8 +252,16 @@ def _text_of(how, value) -> str:
     return {RAW: lambda: value.decode(), PAIRS: lambda: value[0][1], TEXTS: lambda: value[0]}.get(how, lambda: value)()
 
 
-def _json_field(how, value):
-    return {"jsonrpc": "2.0", "id": 1, "result": value} if how is JSON_VALUE else value
+def _field(how, tree, path: list, levels: list, draw):
+    """The tree as the value of a field read `how`: a message (values, JSON text in their strings), or JSON text
+    (then its own level comes first in `levels` when there is a path)."""
+    if how is JSON_VALUE or how is SOURCE:
+        value = materialize(tree, path, levels)
+        return {"jsonrpc": "2.0", "id": 1, "result": value} if how is JSON_VALUE else value
+    text, at = write(tree, Style(draw), path, levels)
+    if path:
+        levels.insert(0, (text, at))
+    return _text_field(how, text)
 
 
 FIELD_NAMES = sorted(FIELDS)
@@ -264,12 +272,7 @@ FIELD_NAMES = sorted(FIELDS)
 def test_without_a_secret_every_field_comes_back_as_it_went_in(data):
     tree, _, _ = data.draw(planted(False))
     field = data.draw(st.sampled_from(FIELD_NAMES))
-    how = FIELDS[field]
-    if how is JSON_VALUE or how is SOURCE:
-        value = _json_field(how, materialize(tree, [], []))
-    else:
-        value = _text_field(how, write(tree, Style(data.draw), [], [])[0])
-    record = {"kind": "x", "t": 1.0, field: value}
+    record = {"kind": "x", "t": 1.0, field: _field(FIELDS[field], tree, [], [], data.draw)}
     assert repr(Redactor().record(record)) == repr(record)  # every value of its type, every string as it was
 
 
@@ -281,19 +284,16 @@ def test_a_secret_changes_its_own_token_and_nothing_else_at_any_depth(data):
     how = FIELDS[field]
     r = Redactor()
     levels: list = []
+    value = _field(how, tree, path, levels, data.draw)
+    out = r.record({"kind": "x", "t": 1.0, field: value})[field]
     if how is JSON_VALUE or how is SOURCE:
-        value = _json_field(how, materialize(tree, path, levels))
         top = (["result"] if how is JSON_VALUE else []) + (path[:path.index("<nested>")] if levels else path)
-        out = r.record({"kind": "x", "t": 1.0, field: value})[field]
         if not levels:  # the secret stands in the message's own values
             assert repr(out) == repr(_replaced(value, top, expected(r.pseudonym)))
             return
         assert repr(_replaced(out, top, None)) == repr(_replaced(value, top, None))
         check_levels(_at(out, top), levels, expected(r.pseudonym))
     else:
-        text, at = write(tree, Style(data.draw), path, levels)
-        levels.insert(0, (text, at))
-        out = r.record({"kind": "x", "t": 1.0, field: _text_field(how, text)})[field]
         check_levels(_text_of(how, out), levels, expected(r.pseudonym))
 
 
